@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+func env(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+func TestConfig(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		check   func(config) bool
+		wantErr string
+	}{
+		{"defaults", nil, nil, func(c config) bool { return c.addr == ":8080" && c.limits.MaxHeld == 256 && c.shutdownTimeout == 10*time.Second }, ""},
+		{"env", nil, map[string]string{"LAB_ADDR": "127.0.0.1:9", "LAB_MAX_HELD": "5", "LAB_ORIGINS": "a.example"}, func(c config) bool {
+			return c.addr == "127.0.0.1:9" && c.limits.MaxHeld == 5 && c.origins == "a.example"
+		}, ""},
+		{"flag wins over env", []string{"-addr", ":1"}, map[string]string{"LAB_ADDR": ":2"}, func(c config) bool { return c.addr == ":1" }, ""},
+		{"bad env names the variable", nil, map[string]string{"LAB_MAX_HELD": "lots"}, nil, "LAB_MAX_HELD"},
+		{"bad flag names the flag", []string{"-max-receipts", "0"}, nil, nil, "-max-receipts"},
+		{"bad duration", nil, map[string]string{"LAB_SHUTDOWN_TIMEOUT": "soon"}, nil, "LAB_SHUTDOWN_TIMEOUT"},
+		{"unknown flag", []string{"-nope"}, nil, nil, "-nope"},
+		{"stray argument", []string{"serve"}, nil, nil, `unexpected argument "serve"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			c, err := parseConfig(append([]string{"lab"}, tt.args...), env(tt.env), &stderr)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error()+stderr.String(), tt.wantErr) {
+					t.Fatalf("error %v (stderr %q), want one naming %s", err, stderr.String(), tt.wantErr)
+				}
+				return
+			}
+			if err != nil || !tt.check(c) {
+				t.Fatalf("config %+v, err %v", c, err)
+			}
+		})
+	}
+}
+
+func TestInvalidConfigExitsTwo(t *testing.T) {
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"lab", "-max-held", "-3"}, env(nil), io.Discard, &stderr)
+	if code != 2 || !strings.Contains(stderr.String(), "max-held") {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// syncBuffer is written by run's goroutine and read by the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestRunServesAndShutsDown runs the whole program on a free port, opens a
+// student WebSocket, then cancels: the socket is closed with 1001 and run
+// returns 0.
+func TestRunServesAndShutsDown(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	exited := make(chan int, 1)
+	go func() { exited <- run(ctx, []string{"lab", "-addr", "127.0.0.1:0"}, env(nil), &stdout, &stderr) }()
+
+	url := regexp.MustCompile(`students open (http://\S+)`)
+	var base string
+	for deadline := time.Now().Add(10 * time.Second); base == ""; {
+		if m := url.FindStringSubmatch(stdout.String()); m != nil {
+			base = strings.TrimSuffix(m[1], "/")
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no student URL printed; stderr: %s", stderr.String())
+		} else {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	lab := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(lab, "/lab/") {
+		t.Fatalf("GET / = %d %q", resp.StatusCode, lab)
+	}
+
+	dialCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stop()
+	ws, _, err := websocket.Dial(dialCtx, "ws"+strings.TrimPrefix(base, "http")+lab+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	if _, _, err := ws.Read(dialCtx); err != nil {
+		t.Fatalf("first frame: %v", err)
+	}
+	cancel()
+	if _, _, err := ws.Read(dialCtx); websocket.CloseStatus(err) != websocket.StatusGoingAway {
+		t.Fatalf("after shutdown: %v, want close 1001", err)
+	}
+	select {
+	case code := <-exited:
+		if code != 0 {
+			t.Fatalf("exit %d; stderr: %s", code, stderr.String())
+		}
+	case <-dialCtx.Done():
+		t.Fatal("run did not return after cancel")
+	}
+}

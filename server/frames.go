@@ -1,0 +1,144 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/toolcall-lab/lab/model"
+	"github.com/toolcall-lab/lab/model/jsjson"
+)
+
+// frameError refuses a client frame that does not fit the protocol. Its text
+// goes to the client as is.
+type frameError struct{ msg string }
+
+func (e *frameError) Error() string { return e.msg }
+
+func refuse(format string, args ...any) error {
+	return &frameError{msg: fmt.Sprintf(format, args...)}
+}
+
+// decodeFrame is the one place client frames are decoded. It parses with the
+// same JSON.parse-exact parser as replies, so a raw reply reaches the model
+// exactly as the browser sent it.
+func decodeFrame(data []byte, by model.Actor) (model.Command, error) {
+	v, err := jsjson.Parse(data)
+	if err != nil {
+		return model.Command{}, refuse("frame is not valid JSON: %v", err)
+	}
+	if v.Kind != jsjson.Object {
+		return model.Command{}, refuse("frame must be a JSON object, not %s", v.Kind)
+	}
+	typ, err := stringField(v, "type")
+	if err != nil {
+		return model.Command{}, err
+	}
+	switch typ {
+	case "start":
+		return model.Command{Kind: model.StartRun, By: by}, nil
+	case "queueDeadline":
+		return model.Command{Kind: model.QueueDeadline, By: by}, nil
+	case "queueReply":
+		raw, err := stringField(v, "raw")
+		if err != nil {
+			return model.Command{}, err
+		}
+		return model.Command{Kind: model.QueueReply, By: by, Raw: raw}, nil
+	case "deliver":
+		id, err := messageField(v)
+		if err != nil {
+			return model.Command{}, err
+		}
+		return model.Command{Kind: model.Deliver, By: by, Message: id}, nil
+	}
+	return model.Command{}, refuse("unknown frame type %q", typ)
+}
+
+func stringField(v jsjson.Value, key string) (string, error) {
+	m, ok := v.Members[key]
+	if !ok {
+		return "", refuse("missing field %q", key)
+	}
+	if m.Kind != jsjson.String {
+		return "", refuse("field %q must be a string, not %s", key, m.Kind)
+	}
+	return m.Text, nil
+}
+
+// messageField reads "message" as a positive whole number, written as JSON
+// writes numbers (so 2, 2.0 and 2e0 are all message 2).
+func messageField(v jsjson.Value) (int, error) {
+	m, ok := v.Members["message"]
+	if !ok {
+		return 0, refuse(`missing field "message"`)
+	}
+	if m.Kind != jsjson.Number {
+		return 0, refuse(`field "message" must be a number, not %s`, m.Kind)
+	}
+	f, err := strconv.ParseFloat(m.Text, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, refuse(`field "message" must be a number`)
+	}
+	if f < 1 || f != math.Trunc(f) || f > math.MaxInt32 {
+		return 0, refuse(`field "message" must be a message id (a whole number from 1), not %s`, m.Text)
+	}
+	return int(f), nil
+}
+
+// appendStateFrame encodes the whole session state; it runs once per change
+// and the bytes go to every connection of the session.
+func appendStateFrame(b []byte, session string, v model.LabView) []byte {
+	b = append(b, `{"type":"state","session":`...)
+	b = jsjson.AppendString(b, session)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendUint(b, v.Seq, 10)
+	b = append(b, `,"call":{"runId":`...)
+	b = jsjson.AppendString(b, v.Call.RunID)
+	b = append(b, `,"callId":`...)
+	b = jsjson.AppendString(b, v.Call.CallID)
+	b = append(b, `,"status":`...)
+	b = jsjson.AppendString(b, v.Call.Status)
+	b = append(b, `,"detail":`...)
+	b = jsjson.AppendString(b, v.Call.Detail)
+	b = append(b, `},"notice":`...)
+	b = jsjson.AppendString(b, v.Notice)
+	b = append(b, `,"draft":`...)
+	b = jsjson.AppendString(b, v.Draft)
+	b = append(b, `,"queue":[`...)
+	for i, m := range v.Queue {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"id":`...)
+		b = strconv.AppendInt(b, int64(m.ID), 10)
+		b = append(b, `,"kind":`...)
+		b = jsjson.AppendString(b, m.Kind)
+		b = append(b, `,"from":`...)
+		b = jsjson.AppendString(b, m.From)
+		b = append(b, `,"label":`...)
+		b = jsjson.AppendString(b, m.Label)
+		b = append(b, '}')
+	}
+	b = append(b, `],"receipts":[`...)
+	for i, r := range v.Receipts {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"message":`...)
+		b = strconv.AppendInt(b, int64(r.Message), 10)
+		b = append(b, `,"notice":`...)
+		b = jsjson.AppendString(b, r.Notice)
+		b = append(b, `,"by":`...)
+		b = jsjson.AppendString(b, r.By.String())
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
+}
+
+func errorFrame(msg string) []byte {
+	b := []byte(`{"type":"error","error":`)
+	b = jsjson.AppendString(b, msg)
+	return append(b, '}')
+}

@@ -1,0 +1,349 @@
+// Student page of the tool-call outcomes lab.
+//
+// All lab state lives on the server (see student-protocol.md). This page only
+// sends the student's actions over one WebSocket and renders each `state`
+// frame it receives. It never parses replies itself, so what it shows is
+// exactly what every other tab of the session shows.
+//
+// Rendering is keyed and incremental: held messages and receipts keep their
+// elements between states, so a focused "Deliver message N" button stays the
+// same focused element however many states arrive. All server text goes
+// through textContent, never HTML.
+
+const RECONNECT_BASE_MS = 250;
+const RECONNECT_CAP_MS = 10_000;
+const ERROR_CLEAR_MS = 15_000;
+
+const byId = (id) => document.getElementById(id);
+
+const ui = {
+  connection: byId("connection"),
+  error: byId("error"),
+  sessionId: byId("session-id"),
+  start: byId("start"),
+  runId: byId("run-id"),
+  callId: byId("call-id"),
+  status: byId("status"),
+  detail: byId("detail"),
+  notice: byId("notice"),
+  reply: byId("reply"),
+  queueReply: byId("queue-reply"),
+  queueDeadline: byId("queue-deadline"),
+  queue: byId("queue"),
+  queueEmpty: byId("queue-empty"),
+  receipts: byId("receipts"),
+  receiptsEmpty: byId("receipts-empty"),
+};
+
+// The session id is the last path segment of /lab/{id}; a reload keeps it.
+const sessionId = (/^\/lab\/([^/]+)\/?$/.exec(location.pathname) ?? [])[1] ?? "";
+
+const conn = {
+  socket: null,
+  // Connections in a row that ended without delivering a state; drives the
+  // backoff so that a server that accepts and drops at once is not hammered.
+  failures: 0,
+  everConnected: false,
+  gotState: false,
+  lastSeq: -1, // highest seq rendered on the current socket
+  sent: 0, // frames this tab has sent, to tell which state follows an action
+  retryTimer: 0,
+  tickTimer: 0,
+  retryAt: 0,
+};
+
+const errorState = { timer: 0, sentWhenShown: 0 };
+
+const draft = {
+  seenFirst: false,
+  filled: null, // the draft this tab last put into #reply
+  last: null, // the draft of the last rendered state
+  startFrom: null, // draft before this tab's own "Start new run", until it changes
+};
+
+// Message id -> { li, origin, label, button } of the held-message list.
+const queueRows = new Map();
+
+function setText(node, text) {
+  // Writing equal text would still replace the text node, which makes screen
+  // readers re-announce live regions; skip it.
+  if (node.textContent !== text) node.textContent = text;
+}
+
+const str = (v) => (typeof v === "string" ? v : "");
+const list = (v) => (Array.isArray(v) ? v : []);
+
+// ---- errors ---------------------------------------------------------------
+
+function showError(text) {
+  setText(ui.error, text);
+  errorState.sentWhenShown = conn.sent;
+  clearTimeout(errorState.timer);
+  errorState.timer = setTimeout(clearError, ERROR_CLEAR_MS);
+}
+
+function clearError() {
+  clearTimeout(errorState.timer);
+  setText(ui.error, "");
+}
+
+// ---- connection -----------------------------------------------------------
+
+function showConnection(state, text) {
+  if (ui.connection.dataset.state !== state) ui.connection.dataset.state = state;
+  setText(ui.connection, text);
+}
+
+function socketURL() {
+  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+  return `${scheme}//${location.host}/lab/${encodeURIComponent(sessionId)}/ws`;
+}
+
+function connect() {
+  stopRetry();
+  showConnection("connecting", conn.everConnected ? "Reconnecting…" : "Connecting…");
+  const ws = new WebSocket(socketURL());
+  conn.socket = ws;
+  conn.gotState = false;
+  // A new connection may reach a restarted server whose seq starts again, so
+  // the ordering guard only applies within one connection.
+  conn.lastSeq = -1;
+
+  ws.addEventListener("open", () => {
+    if (conn.socket !== ws) return;
+    conn.everConnected = true;
+    showConnection("connected", "Connected");
+  });
+  ws.addEventListener("message", (event) => {
+    if (conn.socket === ws) receive(event.data);
+  });
+  ws.addEventListener("close", (event) => {
+    if (conn.socket !== ws) return;
+    conn.socket = null;
+    if (event.code === 1009) {
+      showError(
+        "The server closed the connection because a message was too large. The action was not applied.",
+      );
+    }
+    scheduleReconnect();
+  });
+  // An "error" event is always followed by "close", which handles it.
+}
+
+function scheduleReconnect() {
+  if (!conn.gotState) conn.failures += 1;
+  else conn.failures = 0;
+  // Exponential backoff with full jitter, so that many tabs dropped by one
+  // server restart do not all come back in the same instant.
+  const ceiling = Math.min(RECONNECT_CAP_MS, RECONNECT_BASE_MS * 2 ** Math.min(conn.failures, 16));
+  const delay = Math.random() * ceiling;
+  conn.retryAt = Date.now() + delay;
+  conn.retryTimer = setTimeout(connect, delay);
+  conn.tickTimer = setInterval(showCountdown, 250);
+  showCountdown();
+}
+
+function showCountdown() {
+  const seconds = Math.max(1, Math.ceil((conn.retryAt - Date.now()) / 1000));
+  showConnection("waiting", `Reconnecting in ${seconds} s…`);
+}
+
+function stopRetry() {
+  clearTimeout(conn.retryTimer);
+  clearInterval(conn.tickTimer);
+  conn.retryTimer = 0;
+  conn.tickTimer = 0;
+}
+
+function send(frame, action) {
+  const ws = conn.socket;
+  if (!ws || ws.readyState !== WebSocket.OPEN) {
+    showError(
+      `Not connected: “${action}” was not sent. The page reconnects by itself; try again when it says Connected.`,
+    );
+    return false;
+  }
+  ws.send(JSON.stringify(frame));
+  conn.sent += 1;
+  return true;
+}
+
+function receive(data) {
+  let frame;
+  try {
+    frame = JSON.parse(data);
+  } catch {
+    showError("The server sent a message this page cannot read.");
+    return;
+  }
+  if (frame?.type === "state") {
+    const seq = typeof frame.seq === "number" ? frame.seq : 0;
+    if (seq < conn.lastSeq) return; // an older state overtaken by a newer one
+    conn.lastSeq = seq;
+    if (!conn.gotState) {
+      conn.gotState = true;
+      conn.failures = 0;
+    }
+    render(frame);
+  } else if (frame?.type === "error") {
+    showError(str(frame.error) || "The server refused the last action.");
+  }
+  // Other frame types may be added to the protocol later; ignore them.
+}
+
+// ---- rendering ------------------------------------------------------------
+
+function render(state) {
+  // The first state after one of this tab's own actions means that action
+  // went through, so an older error no longer describes the page.
+  if (ui.error.textContent !== "" && conn.sent > errorState.sentWhenShown) clearError();
+
+  const call = state.call ?? {};
+  setText(ui.runId, str(call.runId));
+  setText(ui.callId, str(call.callId));
+  setText(ui.status, str(call.status));
+  if (ui.status.dataset.status !== str(call.status)) ui.status.dataset.status = str(call.status);
+  setText(ui.detail, str(call.detail));
+  setText(ui.notice, str(state.notice));
+  renderQueue(list(state.queue));
+  renderReceipts(list(state.receipts));
+  renderDraft(str(state.draft));
+}
+
+function renderDraft(next) {
+  if (!draft.seenFirst) {
+    draft.seenFirst = true;
+    fillReply(next);
+  } else if (draft.startFrom !== null) {
+    // This tab started a run: show the new run's default completion, as the
+    // seed did, once the state that carries it arrives.
+    if (next !== draft.startFrom) {
+      draft.startFrom = null;
+      fillReply(next);
+    }
+  } else if (next !== draft.last && ui.reply.value === draft.filled) {
+    // Another tab changed the run and the student has not touched our draft.
+    fillReply(next);
+  }
+  draft.last = next;
+}
+
+function fillReply(text) {
+  if (ui.reply.value !== text) ui.reply.value = text;
+  draft.filled = text;
+}
+
+function renderQueue(items) {
+  const wanted = [];
+  const keep = new Set();
+  for (const item of items) {
+    const id = Number(item?.id);
+    if (!Number.isSafeInteger(id) || keep.has(id)) continue;
+    keep.add(id);
+    let row = queueRows.get(id);
+    if (!row) {
+      row = makeQueueRow(id);
+      queueRows.set(id, row);
+    }
+    updateQueueRow(row, id, item);
+    wanted.push(row.li);
+  }
+  for (const [id, row] of queueRows) {
+    if (!keep.has(id)) {
+      row.li.remove();
+      queueRows.delete(id);
+    }
+  }
+  placeInOrder(ui.queue, wanted);
+  ui.queueEmpty.hidden = wanted.length > 0;
+}
+
+function makeQueueRow(id) {
+  const li = document.createElement("li");
+  const origin = document.createElement("span");
+  origin.className = "origin";
+  origin.textContent = "(from instructor)";
+  origin.hidden = true;
+  const label = document.createElement("p");
+  const button = document.createElement("button");
+  button.type = "button";
+  button.dataset.messageId = String(id);
+  button.textContent = `Deliver message ${id}`;
+  li.append(origin, label, button);
+  return { li, origin, label, button };
+}
+
+function updateQueueRow(row, id, item) {
+  setText(row.label, `Message ${id}: ${str(item.label)}`);
+  const fromInstructor = item.from === "instructor";
+  row.li.classList.toggle("from-instructor", fromInstructor);
+  if (row.origin.hidden === fromInstructor) row.origin.hidden = !fromInstructor;
+  const kind = str(item.kind);
+  if (row.li.dataset.kind !== kind) row.li.dataset.kind = kind;
+}
+
+// placeInOrder puts the elements of wanted in that order at the start of
+// parent while moving as few as possible: a list that only grows never moves
+// an existing element, so focus inside it is never lost.
+function placeInOrder(parent, wanted) {
+  let cursor = parent.firstElementChild;
+  for (const node of wanted) {
+    if (node === cursor) {
+      cursor = cursor.nextElementSibling;
+    } else {
+      parent.insertBefore(node, cursor);
+    }
+  }
+}
+
+function renderReceipts(items) {
+  const parent = ui.receipts;
+  items.forEach((receipt, i) => {
+    let li = parent.children[i];
+    if (!li) {
+      li = document.createElement("li");
+      parent.append(li);
+    }
+    const message = typeof receipt?.message === "number" ? receipt.message : "?";
+    setText(li, `Delivered message ${message}: ${str(receipt?.notice)}`);
+  });
+  while (parent.children.length > items.length) parent.lastElementChild.remove();
+  ui.receiptsEmpty.hidden = items.length > 0;
+}
+
+// ---- controls -------------------------------------------------------------
+
+ui.start.addEventListener("click", () => {
+  const before = draft.last ?? "";
+  if (send({ type: "start" }, "Start new run")) draft.startFrom = before;
+});
+
+ui.queueReply.addEventListener("click", () => {
+  send({ type: "queueReply", raw: ui.reply.value }, "Queue reply");
+});
+
+ui.queueDeadline.addEventListener("click", () => {
+  send({ type: "queueDeadline" }, "Queue deadline");
+});
+
+// One listener for every Deliver button, so that buttons need no per-element
+// wiring and stay plain native buttons (Enter and Space both click them).
+ui.queue.addEventListener("click", (event) => {
+  const button = event.target.closest("button[data-message-id]");
+  if (!button || !ui.queue.contains(button)) return;
+  const id = Number(button.dataset.messageId);
+  send({ type: "deliver", message: id }, button.textContent);
+});
+
+// Coming back online is a good moment to retry without waiting out the backoff.
+window.addEventListener("online", () => {
+  if (conn.retryTimer) connect();
+});
+
+setText(ui.sessionId, sessionId);
+if (sessionId === "") {
+  showConnection("waiting", "Not connected");
+  showError("This page needs a session address such as /lab/<id>. Use “New session” to get one.");
+} else {
+  connect();
+}
