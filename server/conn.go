@@ -30,7 +30,9 @@ const maxPendingErrors = 16
 // frames, both bounded) and the flags.
 type conn struct {
 	ws           *websocket.Conn
+	role         model.Actor
 	log          *slog.Logger
+	metrics      *metrics
 	writeTimeout time.Duration
 
 	mu       sync.Mutex
@@ -55,7 +57,9 @@ func (c *conn) sendState(frame []byte) {
 }
 
 func (c *conn) sendError(err error) {
-	frame := errorFrame(clientMessage(c.log, err))
+	r := classify(c.log, err)
+	c.metrics.refused.WithLabelValues(r.reason).Inc()
+	frame := errorFrame(r.text)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.errs) >= maxPendingErrors {
@@ -89,17 +93,18 @@ func (c *conn) flush() {
 		}
 		c.mu.Unlock()
 		if overflow {
+			c.metrics.slowCloses.Inc()
 			c.ws.Close(websocket.StatusPolicyViolation, "too many refused frames; reconnect to resync")
 			c.finish()
 			return
 		}
 		for _, f := range errs {
-			if !c.write(f) {
+			if !c.write(f, "error") {
 				return
 			}
 		}
 		for _, f := range states {
-			if !c.write(f) {
+			if !c.write(f, "state") {
 				return
 			}
 		}
@@ -108,17 +113,19 @@ func (c *conn) flush() {
 
 // write sends one frame; a connection that cannot take it within the write
 // timeout is closed (by the library) and resyncs when it reconnects.
-func (c *conn) write(frame []byte) bool {
+func (c *conn) write(frame []byte, typ string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout)
 	defer cancel()
 	if err := c.ws.Write(ctx, websocket.MessageText, frame); err != nil {
-		if !errors.Is(err, context.DeadlineExceeded) && websocket.CloseStatus(err) == -1 {
-			c.log.Debug("websocket write failed", "err", err)
+		if errors.Is(err, context.DeadlineExceeded) {
+			c.metrics.slowCloses.Inc()
+			c.log.Info("closing a connection that stopped reading", "timeout", c.writeTimeout)
 		}
 		c.ws.CloseNow()
 		c.finish()
 		return false
 	}
+	c.metrics.framesOut.WithLabelValues(typ).Inc()
 	return true
 }
 
@@ -140,23 +147,27 @@ func (c *conn) stop() {
 }
 
 // readLoop reads frames until the connection closes and submits each
-// command to the session. It uses conn.Read, not wsjson: a bad frame gets an
-// error frame and the connection stays open.
-func (c *conn) readLoop(s *session, by model.Actor) {
+// command to the session; it returns the error that ended the connection.
+// It uses conn.Read, not wsjson: a bad frame gets an error frame and the
+// connection stays open.
+func (c *conn) readLoop(s *session) error {
 	for {
 		typ, data, err := c.ws.Read(context.Background())
 		if err != nil {
-			return
+			return err
 		}
 		if typ != websocket.MessageText {
+			c.metrics.framesIn.WithLabelValues("invalid").Inc()
 			c.sendError(refuse("frames must be text messages holding JSON"))
 			continue
 		}
-		cmd, err := decodeFrame(data, by)
+		cmd, err := decodeFrame(data, c.role)
 		if err != nil {
+			c.metrics.framesIn.WithLabelValues("invalid").Inc()
 			c.sendError(err)
 			continue
 		}
+		c.metrics.framesIn.WithLabelValues(frameType(cmd.Kind)).Inc()
 		s.submit(pending{cmd: cmd, from: c})
 	}
 }

@@ -11,16 +11,28 @@ import (
 // changes waiting to be applied.
 var errSessionBusy = errors.New("too many changes are waiting in this session; try again in a moment")
 
-// clientMessage is the one place that turns an error into what a client
-// reads. Errors that are not the client's to see are logged and hidden.
-func clientMessage(log *slog.Logger, err error) string {
+// refusal is how a refused change is reported: a reason for metrics and the
+// text the client reads.
+type refusal struct {
+	reason string
+	text   string
+}
+
+// classify is the one place that turns an error into what a client reads.
+// Errors that are not the client's to see are logged and hidden.
+func classify(log *slog.Logger, err error) refusal {
 	var fe *frameError
 	var le *model.LimitError
 	switch {
-	case errors.As(err, &fe), errors.As(err, &le),
-		errors.Is(err, model.ErrUnknownMessage), errors.Is(err, errSessionBusy):
-		return err.Error()
+	case errors.As(err, &fe):
+		return refusal{"invalid_frame", err.Error()}
+	case errors.As(err, &le):
+		return refusal{"limit", err.Error()}
+	case errors.Is(err, model.ErrUnknownMessage):
+		return refusal{"unknown_message", err.Error()}
+	case errors.Is(err, errSessionBusy):
+		return refusal{"busy", err.Error()}
 	}
 	log.Error("refusing a change", "err", err)
-	return "internal error: the change was not applied"
+	return refusal{"internal", "internal error: the change was not applied"}
 }

@@ -56,6 +56,21 @@ func decodeFrame(data []byte, by model.Actor) (model.Command, error) {
 	return model.Command{}, refuse("unknown frame type %q", typ)
 }
 
+// frameType names a command by its frame type, for metrics.
+func frameType(k model.CommandKind) string {
+	switch k {
+	case model.StartRun:
+		return "start"
+	case model.QueueReply:
+		return "queueReply"
+	case model.QueueDeadline:
+		return "queueDeadline"
+	case model.Deliver:
+		return "deliver"
+	}
+	return "other"
+}
+
 func stringField(v jsjson.Value, key string) (string, error) {
 	m, ok := v.Members[key]
 	if !ok {

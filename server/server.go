@@ -5,11 +5,15 @@ package server
 
 import (
 	"context"
+	"crypto/subtle"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,6 +40,12 @@ type Config struct {
 	WriteTimeout time.Duration
 	// Logger receives the server's logs. Default: discard.
 	Logger *slog.Logger
+	// MetricsToken, when set, is the bearer token /metrics requires.
+	MetricsToken string
+	// TrustedProxies are the networks of reverse proxies whose
+	// X-Forwarded-For is believed for the client address in logs; empty
+	// means the direct peer address is used and the header ignored.
+	TrustedProxies []*net.IPNet
 }
 
 // Server is the lab's HTTP and WebSocket server.
@@ -44,9 +54,11 @@ type Config struct {
 // own state (see session); each conn its outbox (see conn). Lock order is
 // Server.mu, then session.mu, then conn.mu; no I/O happens under any of them.
 type Server struct {
-	cfg  Config
-	echo *echo.Echo
-	page []byte // lab.html
+	cfg     Config
+	log     *slog.Logger
+	echo    *echo.Echo
+	page    []byte // lab.html
+	metrics *metrics
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -78,10 +90,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg:      cfg,
+		log:      cfg.Logger,
 		page:     page,
 		sessions: make(map[string]*session),
 		conns:    make(map[*conn]struct{}),
 	}
+	s.metrics = newMetrics(s.sessionCount)
 	s.echo = s.routes()
 	return s, nil
 }
@@ -93,12 +107,86 @@ func (s *Server) routes() *echo.Echo {
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
-	e.Use(middleware.Recover(), securityHeaders)
+	e.IPExtractor = echo.ExtractIPDirect()
+	if len(s.cfg.TrustedProxies) > 0 {
+		opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+		for _, n := range s.cfg.TrustedProxies {
+			opts = append(opts, echo.TrustIPRange(n))
+		}
+		e.IPExtractor = echo.ExtractIPFromXFFHeader(opts...)
+	}
+	// No Gzip or Timeout middleware: they break WebSocket upgrades.
+	e.Use(middleware.Recover(), s.requestLog(), securityHeaders)
 	e.GET("/", s.newSession)
 	e.GET("/lab/:id", s.studentPage)
 	e.GET("/lab/:id/ws", s.studentSocket)
 	e.StaticFS("/static", static.Files)
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", echo.WrapHandler(s.metrics.handler()), s.bearer(s.cfg.MetricsToken, "metrics"))
 	return e
+}
+
+// requestLog writes one line per HTTP request: never bodies, query strings
+// or headers, which may carry tokens.
+func (s *Server) requestLog() echo.MiddlewareFunc {
+	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
+		LogMethod: true, LogURIPath: true, LogStatus: true, LogLatency: true, LogRemoteIP: true,
+		HandleError: true,
+		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
+			s.log.LogAttrs(c.Request().Context(), slog.LevelInfo, "http request",
+				slog.String("method", v.Method), slog.String("path", v.URIPath),
+				slog.Int("status", v.Status), slog.Duration("latency", v.Latency),
+				slog.String("remote", v.RemoteIP))
+			return nil
+		},
+	})
+}
+
+// bearer requires "Authorization: Bearer token" when token is set.
+func (s *Server) bearer(token, what string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		if token == "" {
+			return next
+		}
+		return func(c echo.Context) error {
+			got, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="`+what+`"`)
+				return echo.NewHTTPError(http.StatusUnauthorized, what+" needs a bearer token")
+			}
+			return next(c)
+		}
+	}
+}
+
+// healthz says the process is alive and serving HTTP.
+func (s *Server) healthz(c echo.Context) error {
+	return c.String(http.StatusOK, "ok\n")
+}
+
+// readyz says whether the server should get traffic.
+func (s *Server) readyz(c echo.Context) error {
+	if err := s.Ready(c.Request().Context()); err != nil {
+		return c.String(http.StatusServiceUnavailable, "not ready: "+err.Error()+"\n")
+	}
+	return c.String(http.StatusOK, "ready\n")
+}
+
+// Ready reports whether the server can take changes.
+func (s *Server) Ready(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return errors.New("shutting down")
+	}
+	return nil
+}
+
+func (s *Server) sessionCount() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return float64(len(s.sessions))
 }
 
 // securityHeaders forbids inline script and framing; the page needs nothing else.
@@ -147,26 +235,33 @@ func (s *Server) studentSocket(c echo.Context) error {
 	if err != nil {
 		return nil // Accept has written the response
 	}
-	s.serveConn(ws, id, model.Student)
+	s.serveConn(ws, id, model.Student, c.RealIP())
 	return nil
 }
 
 // serveConn runs one connection to its end.
-func (s *Server) serveConn(ws *websocket.Conn, id string, by model.Actor) {
+func (s *Server) serveConn(ws *websocket.Conn, id string, role model.Actor, remote string) {
 	ws.SetReadLimit(s.cfg.MaxFrameBytes)
-	c := &conn{ws: ws, log: s.cfg.Logger, writeTimeout: s.cfg.WriteTimeout}
+	log := s.log.With("session", id, "role", role.String(), "remote", remote)
+	c := &conn{ws: ws, role: role, log: log, metrics: s.metrics, writeTimeout: s.cfg.WriteTimeout}
 	sess, ok := s.attach(c, id)
 	if !ok {
 		ws.Close(websocket.StatusGoingAway, "the lab is shutting down")
 		return
 	}
 	defer s.handlers.Done()
+	opened := time.Now()
+	gauge := s.metrics.connections.WithLabelValues(role.String())
+	gauge.Inc()
+	log.Info("websocket open")
 	sess.subscribe(c)
-	c.readLoop(sess, by)
+	err := c.readLoop(sess)
 	sess.unsubscribe(c)
 	c.stop()
 	ws.CloseNow()
 	s.detach(c)
+	gauge.Dec()
+	log.Info("websocket closed", "code", int(websocket.CloseStatus(err)), "duration", time.Since(opened).Round(time.Millisecond))
 }
 
 // attach registers c and returns its session, creating it on first use.
@@ -178,7 +273,7 @@ func (s *Server) attach(c *conn, id string) (*session, bool) {
 	}
 	sess, ok := s.sessions[id]
 	if !ok {
-		sess = newSession(id, s.cfg.Limits)
+		sess = newSession(id, s.cfg.Limits, s.metrics)
 		s.sessions[id] = sess
 	}
 	s.conns[c] = struct{}{}

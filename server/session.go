@@ -18,8 +18,9 @@ const maxInbox = 64
 // order, and frames are handed to connections under mu in that same order.
 // No goroutine of its own: whoever submits into an idle session drains it.
 type session struct {
-	id     string
-	limits model.Limits
+	id      string
+	limits  model.Limits
+	metrics *metrics
 
 	mu       sync.Mutex
 	inbox    []pending
@@ -37,8 +38,8 @@ type pending struct {
 	done chan<- error // optional; receives the result (buffered by the caller)
 }
 
-func newSession(id string, limits model.Limits) *session {
-	s := &session{id: id, limits: limits, conns: make(map[*conn]struct{}), lab: model.NewLab()}
+func newSession(id string, limits model.Limits, m *metrics) *session {
+	s := &session{id: id, limits: limits, metrics: m, conns: make(map[*conn]struct{}), lab: model.NewLab()}
 	s.frame = appendStateFrame(nil, id, s.lab.View())
 	return s
 }
@@ -98,12 +99,16 @@ func (s *session) drain() {
 // deciding and encoding are the session's work, not the connections'.
 func (s *session) apply(p pending) {
 	ev, err := s.lab.Decide(p.cmd, s.limits)
+	var notice string
 	if err == nil {
-		_, err = s.lab.Apply(ev)
+		notice, err = s.lab.Apply(ev)
 	}
 	if err != nil {
 		s.refuse(p, err)
 		return
+	}
+	if ev.Kind == model.MessageDelivered {
+		s.metrics.deliveries.WithLabelValues(notice).Inc()
 	}
 	frame := appendStateFrame(make([]byte, 0, len(s.frame)+256), s.id, s.lab.View())
 	s.mu.Lock()

@@ -11,14 +11,21 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/toolcall-lab/lab/model"
 	"github.com/toolcall-lab/lab/server"
 )
+
+// version is stamped at link time (-ldflags "-X main.version=…") and never
+// written at run time.
+var version = "dev"
 
 // config is everything the command can be told, by flag or LAB_* variable.
 type config struct {
@@ -26,6 +33,11 @@ type config struct {
 	origins         string
 	limits          model.Limits
 	shutdownTimeout time.Duration
+	logFormat       string
+	logLevel        slog.Level
+	metricsToken    string
+	trustedProxies  []*net.IPNet
+	showVersion     bool
 }
 
 // setting is one flag with its environment variable.
@@ -38,6 +50,7 @@ func settings(c *config) []setting {
 	c.limits = model.DefaultLimits()
 	c.addr = ":8080"
 	c.shutdownTimeout = 10 * time.Second
+	c.logFormat = "text"
 	return []setting{
 		{"addr", "LAB_ADDR", "address to listen on", stringValue{&c.addr}},
 		{"origins", "LAB_ORIGINS", "extra Origin host patterns allowed to open WebSockets, comma-separated (for a reverse proxy)", stringValue{&c.origins}},
@@ -46,6 +59,10 @@ func settings(c *config) []setting {
 		{"max-held-bytes", "LAB_MAX_HELD_BYTES", "held reply text per session in bytes", intValue{&c.limits.MaxHeldBytes}},
 		{"max-receipts", "LAB_MAX_RECEIPTS", "deliveries recorded per session", intValue{&c.limits.MaxReceipts}},
 		{"shutdown-timeout", "LAB_SHUTDOWN_TIMEOUT", "how long shutdown waits for connections to close", durationValue{&c.shutdownTimeout}},
+		{"log-format", "LAB_LOG_FORMAT", "log format: text or json", choiceValue{&c.logFormat, []string{"text", "json"}}},
+		{"log-level", "LAB_LOG_LEVEL", "least log level: debug, info, warn or error", levelValue{&c.logLevel}},
+		{"metrics-token", "LAB_METRICS_TOKEN", "bearer token that /metrics requires (default: none)", stringValue{&c.metricsToken}},
+		{"trusted-proxies", "LAB_TRUSTED_PROXIES", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed", cidrsValue{&c.trustedProxies}},
 	}
 }
 
@@ -63,6 +80,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		}
 		fs.Var(s.value, s.flag, s.usage+" (env "+s.env+")")
 	}
+	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
 	if err := fs.Parse(args[1:]); err != nil {
 		return c, err
 	}
@@ -81,6 +99,71 @@ func (v stringValue) String() string {
 	return *v.p
 }
 func (v stringValue) Set(s string) error { *v.p = s; return nil }
+
+type choiceValue struct {
+	p       *string
+	choices []string
+}
+
+func (v choiceValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v choiceValue) Set(s string) error {
+	if !slices.Contains(v.choices, s) {
+		return fmt.Errorf("want one of %s", strings.Join(v.choices, ", "))
+	}
+	*v.p = s
+	return nil
+}
+
+type levelValue struct{ p *slog.Level }
+
+func (v levelValue) String() string {
+	if v.p == nil {
+		return "info"
+	}
+	return strings.ToLower(v.p.String())
+}
+
+func (v levelValue) Set(s string) error {
+	if err := v.p.UnmarshalText([]byte(s)); err != nil {
+		return errors.New("want debug, info, warn or error")
+	}
+	return nil
+}
+
+type cidrsValue struct{ p *[]*net.IPNet }
+
+func (v cidrsValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	var s []string
+	for _, n := range *v.p {
+		s = append(s, n.String())
+	}
+	return strings.Join(s, ",")
+}
+
+func (v cidrsValue) Set(s string) error {
+	var nets []*net.IPNet
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		_, n, err := net.ParseCIDR(part)
+		if err != nil {
+			return fmt.Errorf("%q is not a CIDR such as 10.0.0.0/8", part)
+		}
+		nets = append(nets, n)
+	}
+	*v.p = nets
+	return nil
+}
 
 type intValue struct{ p *int }
 
@@ -118,9 +201,14 @@ func (v durationValue) Set(s string) error {
 	return nil
 }
 
-// run is the whole program; it returns the exit status. It stops on
-// SIGINT, SIGTERM or when ctx ends.
+// run is the whole program; it returns the exit status. The server stops on
+// SIGINT, SIGTERM or when ctx ends. "lab healthcheck" asks a running server
+// whether it is alive (the container's HEALTHCHECK; the image has no curl).
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	healthcheck := len(args) > 1 && args[1] == "healthcheck"
+	if healthcheck {
+		args = append([]string{args[0] + " healthcheck"}, args[2:]...)
+	}
 	cfg, err := parseConfig(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -129,7 +217,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stderr, "lab: %v\n", err)
 		return 2
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	switch {
+	case cfg.showVersion:
+		fmt.Fprintf(stdout, "lab %s\n", version)
+		return 0
+	case healthcheck:
+		if err := checkHealth(ctx, cfg.addr); err != nil {
+			fmt.Fprintf(stderr, "lab healthcheck: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	opts := &slog.HandlerOptions{Level: cfg.logLevel}
+	var handler slog.Handler = slog.NewTextHandler(stderr, opts)
+	if cfg.logFormat == "json" {
+		handler = slog.NewJSONHandler(stderr, opts)
+	}
+	log := slog.New(handler)
 	if err := serve(ctx, cfg, log, stdout); err != nil {
 		log.Error("lab stopped", "err", err)
 		return 1
@@ -137,9 +241,37 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return 0
 }
 
+// checkHealth asks the server listening on addr for /healthz.
+func checkHealth(ctx context.Context, addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("reading -addr %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	url := "http://" + net.JoinHostPort(host, port) + "/healthz"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("building the request: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("asking %s: %w", url, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s answered %s", url, resp.Status)
+	}
+	return nil
+}
+
 func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) error {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(signals)
 
 	var origins []string
 	for _, o := range strings.Split(cfg.origins, ",") {
@@ -147,7 +279,13 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 			origins = append(origins, o)
 		}
 	}
-	lab, err := server.New(server.Config{Origins: origins, Limits: cfg.limits, Logger: log})
+	lab, err := server.New(server.Config{
+		Origins:        origins,
+		Limits:         cfg.limits,
+		Logger:         log,
+		MetricsToken:   cfg.metricsToken,
+		TrustedProxies: cfg.trustedProxies,
+	})
 	if err != nil {
 		return fmt.Errorf("configuring the server: %w", err)
 	}
@@ -164,21 +302,27 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	served := make(chan error, 1)
 	go func() { served <- httpServer.Serve(ln) }()
 	fmt.Fprintf(stdout, "Tool-call Outcomes Lab: students open %s\n", publicURL(ln.Addr()))
-	log.Info("lab listening", "addr", ln.Addr().String())
+	log.Info("lab listening", "addr", ln.Addr().String(), "version", version)
 
+	// SIGTERM is how containers are restarted: tell pages to reconnect (1012).
+	code, reason := websocket.StatusGoingAway, "the lab server is shutting down"
 	select {
 	case err := <-served:
 		return fmt.Errorf("serving: %w", err)
 	case <-ctx.Done():
+	case sig := <-signals:
+		if sig == syscall.SIGTERM {
+			code, reason = websocket.StatusServiceRestart, "the lab server is restarting"
+		}
 	}
-	log.Info("shutting down")
+	log.Info("shutting down", "close_code", int(code))
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
 	defer cancel()
 	// http.Server.Shutdown stops accepting but neither closes nor waits for
 	// hijacked WebSockets, so the lab closes those itself.
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- httpServer.Shutdown(shutdownCtx) }()
-	sockErr := lab.Shutdown(shutdownCtx)
+	sockErr := lab.CloseSockets(shutdownCtx, code, reason)
 	if err := errors.Join(<-httpDone, sockErr); err != nil {
 		return fmt.Errorf("shutting down: %w", err)
 	}

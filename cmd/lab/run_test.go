@@ -26,7 +26,9 @@ func TestConfig(t *testing.T) {
 		check   func(config) bool
 		wantErr string
 	}{
-		{"defaults", nil, nil, func(c config) bool { return c.addr == ":8080" && c.limits.MaxHeld == 256 && c.shutdownTimeout == 10*time.Second }, ""},
+		{"defaults", nil, nil, func(c config) bool {
+			return c.addr == ":8080" && c.limits.MaxHeld == 256 && c.shutdownTimeout == 10*time.Second
+		}, ""},
 		{"env", nil, map[string]string{"LAB_ADDR": "127.0.0.1:9", "LAB_MAX_HELD": "5", "LAB_ORIGINS": "a.example"}, func(c config) bool {
 			return c.addr == "127.0.0.1:9" && c.limits.MaxHeld == 5 && c.origins == "a.example"
 		}, ""},

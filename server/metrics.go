@@ -1,0 +1,73 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the server's Prometheus metrics, in a registry of its own so
+// that two servers in one process (tests) never share counters.
+// docs/metrics.md describes each one.
+type metrics struct {
+	registry       *prometheus.Registry
+	connections    *prometheus.GaugeVec   // by role
+	framesIn       *prometheus.CounterVec // by type
+	framesOut      *prometheus.CounterVec // by type
+	refused        *prometheus.CounterVec // by reason
+	deliveries     *prometheus.CounterVec // by notice
+	injections     *prometheus.CounterVec // by mode
+	appendLatency  prometheus.Histogram
+	slowCloses     prometheus.Counter
+	connectRefused *prometheus.CounterVec // by reason
+}
+
+func newMetrics(sessions func() float64) *metrics {
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		connections: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "lab_connections", Help: "Open WebSocket connections.",
+		}, []string{"role"}),
+		framesIn: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lab_frames_in_total", Help: "Frames received from clients, by frame type (invalid: not a known frame).",
+		}, []string{"type"}),
+		framesOut: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lab_frames_out_total", Help: "Frames written to clients, by frame type.",
+		}, []string{"type"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lab_refused_frames_total", Help: "Client frames refused with an error frame, by reason.",
+		}, []string{"reason"}),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lab_deliveries_total", Help: "Held messages delivered, by the notice the delivery produced.",
+		}, []string{"notice"}),
+		injections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lab_injections_total", Help: "Messages an instructor injected, by mode (hold, deliver).",
+		}, []string{"mode"}),
+		appendLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "lab_store_append_seconds", Help: "Time from a change being decided to its event being stored.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+		}),
+		slowCloses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lab_slow_connection_closes_total", Help: "Connections closed because they could not keep up (write timeout or too many waiting error frames).",
+		}),
+		connectRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lab_connections_refused_total", Help: "WebSocket upgrades refused, by reason.",
+		}, []string{"reason"}),
+	}
+	m.registry.MustRegister(
+		m.connections, m.framesIn, m.framesOut, m.refused, m.deliveries, m.injections,
+		m.appendLatency, m.slowCloses, m.connectRefused,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "lab_sessions", Help: "Sessions the server holds.",
+		}, sessions),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+}
