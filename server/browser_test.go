@@ -388,8 +388,11 @@ func TestBrowserSeedWalkthrough(t *testing.T) {
 // screenshot.
 func saveScreenshot(t *testing.T, p *tab) {
 	t.Helper()
-	p.do("scroll to the top", chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`),
-		chromedp.EmulateViewport(1000, 900))
+	p.do("frame the page",
+		chromedp.EmulateViewport(1000, 900),
+		chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`),
+		// Park the mouse off every control so that none shows its hover colour.
+		chromedp.MouseEvent(chromedp.MouseMoved, 1, 1))
 	png, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
@@ -679,4 +682,14 @@ func TestBrowserShowsServerErrors(t *testing.T) {
 
 	l.queueDeadline("queue a deadline")
 	p.waitView("the error cleared", func(v pageView) bool { return v.Error == "" })
+
+	// A frame over the protocol's 1 MiB hard cap would make the server drop
+	// the connection; the page refuses to send it and stays connected.
+	p.do("fill the reply", chromedp.SetValue(chromedp.ID("reply"), strings.Repeat("x", 1<<20)))
+	p.click("queue-reply")
+	p.waitView("the not-sent message", func(v pageView) bool { return strings.HasPrefix(v.Error, "Not sent") })
+	l.queueDeadline("queue another deadline")
+	if v, err := p.view(); err != nil || v.Connection != "Connected" {
+		t.Errorf("connection after refusing a huge reply = %q (%v), want Connected", v.Connection, err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,21 +14,27 @@ import (
 )
 
 // maxPendingStates bounds the state frames waiting for one connection. A
-// connection further behind loses the oldest: frames are whole states, so the
-// latest one is always enough to catch up.
+// connection further behind loses the oldest waiting state: frames are whole
+// states, so a newer one is always enough to catch up.
 const maxPendingStates = 64
 
 // maxPendingErrors bounds the error frames waiting for a connection that
 // sends refused frames faster than it reads; past it the connection is closed.
 const maxPendingErrors = 16
 
+// outFrame is a frame waiting to be written.
+type outFrame struct {
+	data  []byte
+	state bool // a state frame (else an error frame)
+}
+
 // conn is one WebSocket connection of a session.
 //
 // Ownership: its HTTP handler goroutine reads and owns the conn's lifetime.
 // Writes happen in a flusher goroutine started on demand when there is
 // something to send, so an idle connection costs no goroutine and a slow one
-// never blocks its session: mu guards the outbox (waiting state and error
-// frames, both bounded) and the flags.
+// never blocks its session. mu guards the outbox (frames in the order they
+// were produced, bounded) and the flags.
 type conn struct {
 	ws           *websocket.Conn
 	role         model.Actor
@@ -36,11 +43,12 @@ type conn struct {
 	writeTimeout time.Duration
 
 	mu       sync.Mutex
-	states   [][]byte // state frames not yet written, oldest first
-	errs     [][]byte // error frames not yet written
-	overflow bool     // too many errors were waiting: close with 1008
-	flushing bool     // a flusher goroutine is running
-	stopped  bool     // the handler is tearing down: start no more flushers
+	outbox   []outFrame
+	states   int  // state frames in outbox
+	errors   int  // error frames in outbox
+	overflow bool // too many errors were waiting: close with 1008
+	flushing bool // a flusher goroutine is running
+	stopped  bool // the handler is tearing down: start no more flushers
 
 	flushers sync.WaitGroup
 }
@@ -48,11 +56,13 @@ type conn struct {
 func (c *conn) sendState(frame []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.states) == maxPendingStates {
-		copy(c.states, c.states[1:])
-		c.states = c.states[:maxPendingStates-1]
+	if c.states == maxPendingStates {
+		i := slices.IndexFunc(c.outbox, func(f outFrame) bool { return f.state })
+		c.outbox = slices.Delete(c.outbox, i, i+1)
+		c.states--
 	}
-	c.states = append(c.states, frame)
+	c.outbox = append(c.outbox, outFrame{data: frame, state: true})
+	c.states++
 	c.kick()
 }
 
@@ -62,10 +72,11 @@ func (c *conn) sendError(err error) {
 	frame := errorFrame(r.text)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.errs) >= maxPendingErrors {
+	if c.errors == maxPendingErrors {
 		c.overflow = true
 	} else {
-		c.errs = append(c.errs, frame)
+		c.outbox = append(c.outbox, outFrame{data: frame})
+		c.errors++
 	}
 	c.kick()
 }
@@ -84,9 +95,9 @@ func (c *conn) flush() {
 	defer c.flushers.Done()
 	for {
 		c.mu.Lock()
-		errs, states, overflow := c.errs, c.states, c.overflow
-		c.errs, c.states = nil, nil
-		if len(errs) == 0 && len(states) == 0 && !overflow {
+		frames, overflow := c.outbox, c.overflow
+		c.outbox, c.states, c.errors = nil, 0, 0
+		if len(frames) == 0 && !overflow {
 			c.flushing = false
 			c.mu.Unlock()
 			return
@@ -98,13 +109,12 @@ func (c *conn) flush() {
 			c.finish()
 			return
 		}
-		for _, f := range errs {
-			if !c.write(f, "error") {
-				return
+		for _, f := range frames {
+			typ := "error"
+			if f.state {
+				typ = "state"
 			}
-		}
-		for _, f := range states {
-			if !c.write(f, "state") {
+			if !c.write(f.data, typ) {
 				return
 			}
 		}
@@ -135,7 +145,7 @@ func (c *conn) finish() {
 	defer c.mu.Unlock()
 	c.stopped = true
 	c.flushing = false
-	c.states, c.errs = nil, nil
+	c.outbox, c.states, c.errors = nil, 0, 0
 }
 
 // stop is the handler's teardown: no new flushers, then wait for the running one.

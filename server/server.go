@@ -231,6 +231,12 @@ func (s *Server) studentSocket(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if s.Ready(c.Request().Context()) != nil {
+		// Refused before the upgrade, so a reconnecting page simply retries.
+		s.metrics.connectRefused.WithLabelValues("shutting_down").Inc()
+		c.Response().Header().Set("Retry-After", "1")
+		return echo.NewHTTPError(http.StatusServiceUnavailable, "the lab server is shutting down; try again in a moment")
+	}
 	ws, err := websocket.Accept(c.Response(), c.Request(), &websocket.AcceptOptions{OriginPatterns: s.cfg.Origins})
 	if err != nil {
 		return nil // Accept has written the response

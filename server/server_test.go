@@ -199,6 +199,14 @@ func TestTabsSeeTheSameFrames(t *testing.T) {
 			t.Fatalf("after %s: seq %d and %d:\n%s\n%s", frame, fa.Seq, fb.Seq, fa.raw, fb.raw)
 		}
 	}
+	// An error answers its own frame in order: after the state of the frame before it.
+	a.send(`{"type":"queueDeadline"}`)
+	a.send(`{"type":"bogus"}`)
+	if f := a.state(); f.Seq != 6 {
+		t.Fatalf("seq %d, want 6", f.Seq)
+	}
+	a.refused()
+	b.state()
 	// A burst from both tabs still reaches both in one order.
 	for range 5 {
 		a.send(`{"type":"queueDeadline"}`)
@@ -211,7 +219,7 @@ func TestTabsSeeTheSameFrames(t *testing.T) {
 			t.Fatalf("burst frames differ:\n%s\n%s", lastA.raw, lastB.raw)
 		}
 	}
-	if lastA.Seq != 15 || lastA.Call.RunID != "run-7" {
+	if lastA.Seq != 16 || lastA.Call.RunID != "run-7" {
 		t.Fatalf("after the burst: seq %d %s", lastA.Seq, lastA.Call.RunID)
 	}
 }
@@ -354,14 +362,13 @@ func TestShutdownClosesSockets(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	// New connections are refused with 1001 too.
-	ws, _, err := websocket.Dial(ctx, wsURL(ts, newID()), nil)
+	// New connections are refused before the upgrade.
+	ws, resp, err := websocket.Dial(ctx, wsURL(ts, newID()), nil)
 	if err == nil {
-		_, _, err = ws.Read(ctx)
 		ws.CloseNow()
 	}
-	if code := websocket.CloseStatus(err); code != websocket.StatusGoingAway {
-		t.Fatalf("dial after shutdown: %v", err)
+	if resp == nil || resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("dial after shutdown: %v %v, want 503 with Retry-After", resp, err)
 	}
 }
 

@@ -1,6 +1,6 @@
 // Student page of the tool-call outcomes lab.
 //
-// All lab state lives on the server (see student-protocol.md). This page only
+// All lab state lives on the server (see docs/protocol.md). This page only
 // sends the student's actions over one WebSocket and renders each `state`
 // frame it receives. It never parses replies itself, so what it shows is
 // exactly what every other tab of the session shows.
@@ -13,6 +13,9 @@
 const RECONNECT_BASE_MS = 250;
 const RECONNECT_CAP_MS = 10_000;
 const ERROR_CLEAR_MS = 15_000;
+// The protocol lets a server close the connection (1009) on a frame over
+// 1 MiB; refusing such a frame here keeps the student connected and says why.
+const MAX_FRAME_BYTES = 1 << 20;
 
 const byId = (id) => document.getElementById(id);
 
@@ -89,9 +92,26 @@ function clearError() {
 
 // ---- connection -----------------------------------------------------------
 
-function showConnection(state, text) {
+// The indicator is a role="status" live region. Its text is main + countdown
+// + end, and the countdown is aria-hidden: a screen reader hears
+// "Reconnecting…" once, not every second as the number changes.
+const indicator = {
+  main: document.createTextNode(""),
+  countdown: document.createElement("span"),
+  end: document.createTextNode(""),
+};
+indicator.countdown.setAttribute("aria-hidden", "true");
+ui.connection.replaceChildren(indicator.main, indicator.countdown, indicator.end);
+
+function showConnection(state, main, countdown = "", end = "") {
   if (ui.connection.dataset.state !== state) ui.connection.dataset.state = state;
-  setText(ui.connection, text);
+  for (const [node, text] of [
+    [indicator.main, main],
+    [indicator.countdown, countdown],
+    [indicator.end, end],
+  ]) {
+    if (node.textContent !== text) node.textContent = text;
+  }
 }
 
 function socketURL() {
@@ -144,8 +164,10 @@ function scheduleReconnect() {
 }
 
 function showCountdown() {
-  const seconds = Math.max(1, Math.ceil((conn.retryAt - Date.now()) / 1000));
-  showConnection("waiting", `Reconnecting in ${seconds} s…`);
+  const left = conn.retryAt - Date.now();
+  // Under a second a countdown would only flicker.
+  const countdown = left > 1000 ? ` in ${Math.ceil(left / 1000)} s` : "";
+  showConnection("waiting", "Reconnecting", countdown, "…");
 }
 
 function stopRetry() {
@@ -163,7 +185,13 @@ function send(frame, action) {
     );
     return false;
   }
-  ws.send(JSON.stringify(frame));
+  const text = JSON.stringify(frame);
+  const bytes = new TextEncoder().encode(text).length;
+  if (bytes > MAX_FRAME_BYTES) {
+    showError(`Not sent: “${action}” would send ${bytes} bytes, more than the lab accepts.`);
+    return false;
+  }
+  ws.send(text);
   conn.sent += 1;
   return true;
 }
@@ -180,10 +208,7 @@ function receive(data) {
     const seq = typeof frame.seq === "number" ? frame.seq : 0;
     if (seq < conn.lastSeq) return; // an older state overtaken by a newer one
     conn.lastSeq = seq;
-    if (!conn.gotState) {
-      conn.gotState = true;
-      conn.failures = 0;
-    }
+    conn.gotState = true;
     render(frame);
   } else if (frame?.type === "error") {
     showError(str(frame.error) || "The server refused the last action.");
