@@ -124,6 +124,8 @@ func (c *conn) flush() {
 // write sends one frame; a connection that cannot take it within the write
 // timeout is closed (by the library) and resyncs when it reconnects.
 func (c *conn) write(frame []byte, typ string) bool {
+	// Counted before the write: the peer may read the frame before Write returns.
+	c.metrics.framesOut.WithLabelValues(typ).Inc()
 	ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout)
 	defer cancel()
 	if err := c.ws.Write(ctx, websocket.MessageText, frame); err != nil {
@@ -135,7 +137,6 @@ func (c *conn) write(frame []byte, typ string) bool {
 		c.finish()
 		return false
 	}
-	c.metrics.framesOut.WithLabelValues(typ).Inc()
 	return true
 }
 
