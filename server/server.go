@@ -5,6 +5,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -19,6 +20,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/toolcall-lab/lab/model"
+	"github.com/toolcall-lab/lab/server/store"
 	"github.com/toolcall-lab/lab/static"
 )
 
@@ -36,11 +38,30 @@ type Config struct {
 	WriteTimeout time.Duration
 	// Logger receives the server's logs. Default: discard.
 	Logger *slog.Logger
+	// Store keeps every session's events; the Server loads its sessions
+	// from it in New. Default: a fresh in-memory store (store.NewMemory).
+	// The Server never closes it: whoever opened it does, after Shutdown.
+	Store Store
+	// SessionTTL is how long a session may stay idle (no change and no
+	// open connection) before the janitor deletes it. Default 168 h.
+	SessionTTL time.Duration
+	// MaxSessions caps the sessions held; a new one past it is refused
+	// with 503. Default 10000.
+	MaxSessions int
+	// InstructorToken is the bearer token of the instructor endpoints.
+	// Empty refuses every instructor request.
+	InstructorToken string
+	// Now is the clock that stamps events and measures idleness.
+	// Default time.Now.
+	Now func() time.Time
 }
 
 // Server is the lab's HTTP and WebSocket server.
 //
-// Ownership: mu guards sessions, conns and closing. Each session guards its
+// Ownership: mu guards sessions, conns, closing and each session's expiring
+// flag. The janitor goroutine is started by New and stopped by CloseSockets
+// (stopJanitor closes quit; janitorDone closes when it has exited). Each
+// session guards its
 // own state (see session); each conn its outbox (see conn). Lock order is
 // Server.mu, then session.mu, then conn.mu; no I/O happens under any of them.
 type Server struct {
@@ -53,7 +74,10 @@ type Server struct {
 	conns    map[*conn]struct{}
 	closing  bool
 
-	handlers sync.WaitGroup // running WebSocket handlers
+	handlers    sync.WaitGroup // running WebSocket handlers
+	quit        chan struct{}  // closed by stopJanitor
+	stopJanitor func()
+	janitorDone chan struct{}
 }
 
 // New builds a Server from cfg.
@@ -72,6 +96,18 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if cfg.Store == nil {
+		cfg.Store = store.NewMemory()
+	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = 168 * time.Hour
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = 10000
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	page, err := fs.ReadFile(static.Files, "lab.html")
 	if err != nil {
 		return nil, fmt.Errorf("reading the student page: %w", err)
@@ -82,7 +118,11 @@ func New(cfg Config) (*Server, error) {
 		sessions: make(map[string]*session),
 		conns:    make(map[*conn]struct{}),
 	}
+	if err := s.load(context.Background()); err != nil {
+		return nil, err
+	}
 	s.echo = s.routes()
+	s.startJanitor()
 	return s, nil
 }
 
@@ -98,6 +138,7 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/lab/:id", s.studentPage)
 	e.GET("/lab/:id/ws", s.studentSocket)
 	e.StaticFS("/static", static.Files)
+	s.exportRoutes(e.Group("/api", s.requireInstructor))
 	return e
 }
 
@@ -143,6 +184,9 @@ func (s *Server) studentSocket(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.admit(id); err != nil {
+		return echo.NewHTTPError(http.StatusServiceUnavailable, err.Error())
+	}
 	ws, err := websocket.Accept(c.Response(), c.Request(), &websocket.AcceptOptions{OriginPatterns: s.cfg.Origins})
 	if err != nil {
 		return nil // Accept has written the response
@@ -155,9 +199,13 @@ func (s *Server) studentSocket(c echo.Context) error {
 func (s *Server) serveConn(ws *websocket.Conn, id string, by model.Actor) {
 	ws.SetReadLimit(s.cfg.MaxFrameBytes)
 	c := &conn{ws: ws, log: s.cfg.Logger, writeTimeout: s.cfg.WriteTimeout}
-	sess, ok := s.attach(c, id)
-	if !ok {
+	sess, err := s.attach(c, id)
+	if errors.Is(err, errShuttingDown) {
 		ws.Close(websocket.StatusGoingAway, "the lab is shutting down")
+		return
+	}
+	if err != nil {
+		ws.Close(websocket.StatusTryAgainLater, err.Error())
 		return
 	}
 	defer s.handlers.Done()
@@ -166,30 +214,68 @@ func (s *Server) serveConn(ws *websocket.Conn, id string, by model.Actor) {
 	sess.unsubscribe(c)
 	c.stop()
 	ws.CloseNow()
-	s.detach(c)
+	s.detach(c, sess)
 }
 
-// attach registers c and returns its session, creating it on first use.
-func (s *Server) attach(c *conn, id string) (*session, bool) {
+// errShuttingDown refuses new connections once the server is closing.
+var errShuttingDown = errors.New("the lab is shutting down")
+
+// admit checks, before the WebSocket upgrade, that session id exists or may
+// be created, and creates it so that it counts against the cap.
+func (s *Server) admit(id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
-		return nil, false
+		return nil // attach closes the socket with 1001, as for any late connection
 	}
-	sess, ok := s.sessions[id]
-	if !ok {
-		sess = newSession(id, s.cfg.Limits)
-		s.sessions[id] = sess
-	}
-	s.conns[c] = struct{}{}
-	s.handlers.Add(1)
-	return sess, true
+	_, err := s.lookup(id)
+	return err
 }
 
-func (s *Server) detach(c *conn) {
+// lookup returns session id, creating it on first use. Called with mu held.
+func (s *Server) lookup(id string) (*session, error) {
+	sess, ok := s.sessions[id]
+	switch {
+	case ok && sess.expiring:
+		return nil, errSessionExpiring
+	case ok:
+		return sess, nil
+	case len(s.sessions) >= s.cfg.MaxSessions:
+		return nil, errTooManySessions
+	}
+	sess = newSession(id, &s.cfg)
+	s.sessions[id] = sess
+	return sess, nil
+}
+
+// attach registers c with its session, creating the session on first use.
+func (s *Server) attach(c *conn, id string) (*session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return nil, errShuttingDown
+	}
+	sess, err := s.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	sess.mu.Lock()
+	sess.attached++
+	sess.mu.Unlock()
+	s.conns[c] = struct{}{}
+	s.handlers.Add(1)
+	return sess, nil
+}
+
+func (s *Server) detach(c *conn, sess *session) {
+	now := s.cfg.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.conns, c)
+	sess.mu.Lock()
+	sess.attached--
+	sess.lastActive = now
+	sess.mu.Unlock()
 }
 
 // Shutdown closes every WebSocket with 1001 (going away) and waits for their
@@ -202,6 +288,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // CloseSockets refuses new WebSockets and closes the open ones with code and
 // reason; when ctx ends first, it drops the rest without a close handshake.
 func (s *Server) CloseSockets(ctx context.Context, code websocket.StatusCode, reason string) error {
+	s.stopJanitor()
+	<-s.janitorDone
 	s.mu.Lock()
 	s.closing = true
 	open := make([]*conn, 0, len(s.conns))
