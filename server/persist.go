@@ -80,7 +80,7 @@ func (s *Server) startJanitor() {
 	s.janitorDone = make(chan struct{})
 	var once sync.Once
 	s.stopJanitor = func() { once.Do(func() { close(s.quit) }) }
-	every := min(s.cfg.SessionTTL/4, time.Minute)
+	every := max(min(s.cfg.SessionTTL/4, time.Minute), time.Second)
 	go func() {
 		defer close(s.janitorDone)
 		tick := time.NewTicker(every)

@@ -251,3 +251,20 @@ func BenchmarkAppend(b *testing.B) {
 		})
 	}
 }
+
+// TestSQLiteKeepsTextExactly: notices quote replies, which may hold NUL and
+// any Unicode; the log must give them back byte for byte.
+func TestSQLiteKeepsTextExactly(t *testing.T) {
+	s := openTemp(t, Options{})
+	ctx := context.Background()
+	r := sample("a")[0]
+	r.Notice = "Accepted completion: \x00 é \U0001F600 \xff"
+	r.Run = "run-\x001"
+	if err := s.Append(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Events(ctx, "a")
+	if err != nil || len(got) != 1 || got[0].Notice != r.Notice || got[0].Run != r.Run || got[0].Event != r.Event {
+		t.Fatalf("%v %+v", err, got)
+	}
+}
