@@ -18,6 +18,17 @@ type refusal struct {
 	text   string
 }
 
+// errCannotSave refuses a change the store could not commit. Its text is
+// all the client reads; the cause is logged.
+var errCannotSave = errors.New("the lab cannot save right now; try again shortly")
+
+// errTooManySessions refuses a new session past Config.MaxSessions.
+var errTooManySessions = errors.New("the lab has reached its limit of stored sessions; ask your instructor")
+
+// errSessionExpiring refuses a connection to a session the janitor is
+// deleting at this very moment; a retry gets a fresh session.
+var errSessionExpiring = errors.New("this session expired and is being removed; try again shortly")
+
 // classify is the one place that turns an error into what a client reads.
 // Errors that are not the client's to see are logged and hidden.
 func classify(log *slog.Logger, err error) refusal {
@@ -32,6 +43,9 @@ func classify(log *slog.Logger, err error) refusal {
 		return refusal{"unknown_message", err.Error()}
 	case errors.Is(err, errSessionBusy):
 		return refusal{"busy", err.Error()}
+	case errors.Is(err, errCannotSave):
+		log.Warn("refusing a change: the store failed", "err", err)
+		return refusal{"store", errCannotSave.Error()}
 	}
 	log.Error("refusing a change", "err", err)
 	return refusal{"internal", "internal error: the change was not applied"}

@@ -23,6 +23,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/toolcall-lab/lab/model"
+	"github.com/toolcall-lab/lab/server/store"
 	"github.com/toolcall-lab/lab/static"
 )
 
@@ -46,11 +47,30 @@ type Config struct {
 	// X-Forwarded-For is believed for the client address in logs; empty
 	// means the direct peer address is used and the header ignored.
 	TrustedProxies []*net.IPNet
+	// Store keeps every session's events; the Server loads its sessions
+	// from it in New. Default: a fresh in-memory store (store.NewMemory).
+	// The Server never closes it: whoever opened it does, after Shutdown.
+	Store Store
+	// SessionTTL is how long a session may stay idle (no change and no
+	// open connection) before the janitor deletes it. Default 168 h.
+	SessionTTL time.Duration
+	// MaxSessions caps the sessions held; a new one past it is refused
+	// with 503. Default 10000.
+	MaxSessions int
+	// InstructorToken is the bearer token of the instructor endpoints.
+	// Empty refuses every instructor request.
+	InstructorToken string
+	// Now is the clock that stamps events and measures idleness.
+	// Default time.Now.
+	Now func() time.Time
 }
 
 // Server is the lab's HTTP and WebSocket server.
 //
-// Ownership: mu guards sessions, conns and closing. Each session guards its
+// Ownership: mu guards sessions, conns, closing and each session's expiring
+// flag. The janitor goroutine is started by New and stopped by CloseSockets
+// (stopJanitor closes quit; janitorDone closes when it has exited). Each
+// session guards its
 // own state (see session); each conn its outbox (see conn). Lock order is
 // Server.mu, then session.mu, then conn.mu; no I/O happens under any of them.
 type Server struct {
@@ -65,7 +85,10 @@ type Server struct {
 	conns    map[*conn]struct{}
 	closing  bool
 
-	handlers sync.WaitGroup // running WebSocket handlers
+	handlers    sync.WaitGroup // running WebSocket handlers
+	quit        chan struct{}  // closed by stopJanitor
+	stopJanitor func()
+	janitorDone chan struct{}
 }
 
 // New builds a Server from cfg.
@@ -84,6 +107,18 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if cfg.Store == nil {
+		cfg.Store = store.NewMemory()
+	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = 168 * time.Hour
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = 10000
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	page, err := fs.ReadFile(static.Files, "lab.html")
 	if err != nil {
 		return nil, fmt.Errorf("reading the student page: %w", err)
@@ -96,7 +131,11 @@ func New(cfg Config) (*Server, error) {
 		conns:    make(map[*conn]struct{}),
 	}
 	s.metrics = newMetrics(s.sessionCount)
+	if err := s.load(context.Background()); err != nil {
+		return nil, err
+	}
 	s.echo = s.routes()
+	s.startJanitor()
 	return s, nil
 }
 
@@ -124,6 +163,7 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", echo.WrapHandler(s.metrics.handler()), s.bearer(s.cfg.MetricsToken, "metrics"))
+	s.exportRoutes(e.Group("/api", s.requireInstructor))
 	return e
 }
 
@@ -171,16 +211,6 @@ func (s *Server) readyz(c echo.Context) error {
 		return c.String(http.StatusServiceUnavailable, "not ready: "+err.Error()+"\n")
 	}
 	return c.String(http.StatusOK, "ready\n")
-}
-
-// Ready reports whether the server can take changes.
-func (s *Server) Ready(context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing {
-		return errors.New("shutting down")
-	}
-	return nil
 }
 
 func (s *Server) sessionCount() float64 {
@@ -231,11 +261,16 @@ func (s *Server) studentSocket(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.Ready(c.Request().Context()) != nil {
+	if err := s.Ready(c.Request().Context()); errors.Is(err, errShuttingDown) {
 		// Refused before the upgrade, so a reconnecting page simply retries.
 		s.metrics.connectRefused.WithLabelValues("shutting_down").Inc()
 		c.Response().Header().Set("Retry-After", "1")
 		return echo.NewHTTPError(http.StatusServiceUnavailable, "the lab server is shutting down; try again in a moment")
+	}
+	if err := s.admit(id); err != nil {
+		s.metrics.connectRefused.WithLabelValues("sessions").Inc()
+		c.Response().Header().Set("Retry-After", "5")
+		return echo.NewHTTPError(http.StatusServiceUnavailable, err.Error())
 	}
 	ws, err := websocket.Accept(c.Response(), c.Request(), &websocket.AcceptOptions{OriginPatterns: s.cfg.Origins})
 	if err != nil {
@@ -250,9 +285,13 @@ func (s *Server) serveConn(ws *websocket.Conn, id string, role model.Actor, remo
 	ws.SetReadLimit(s.cfg.MaxFrameBytes)
 	log := s.log.With("session", id, "role", role.String(), "remote", remote)
 	c := &conn{ws: ws, role: role, log: log, metrics: s.metrics, writeTimeout: s.cfg.WriteTimeout}
-	sess, ok := s.attach(c, id)
-	if !ok {
+	sess, err := s.attach(c, id)
+	if errors.Is(err, errShuttingDown) {
 		ws.Close(websocket.StatusGoingAway, "the lab is shutting down")
+		return
+	}
+	if err != nil {
+		ws.Close(websocket.StatusTryAgainLater, err.Error())
 		return
 	}
 	defer s.handlers.Done()
@@ -261,36 +300,74 @@ func (s *Server) serveConn(ws *websocket.Conn, id string, role model.Actor, remo
 	gauge.Inc()
 	log.Info("websocket open")
 	sess.subscribe(c)
-	err := c.readLoop(sess)
+	err = c.readLoop(sess)
 	sess.unsubscribe(c)
 	c.stop()
 	ws.CloseNow()
-	s.detach(c)
+	s.detach(c, sess)
 	gauge.Dec()
 	log.Info("websocket closed", "code", int(websocket.CloseStatus(err)), "duration", time.Since(opened).Round(time.Millisecond))
 }
 
-// attach registers c and returns its session, creating it on first use.
-func (s *Server) attach(c *conn, id string) (*session, bool) {
+// errShuttingDown refuses new connections once the server is closing.
+var errShuttingDown = errors.New("the lab is shutting down")
+
+// admit checks, before the WebSocket upgrade, that session id exists or may
+// be created, and creates it so that it counts against the cap.
+func (s *Server) admit(id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
-		return nil, false
+		return nil // attach closes the socket with 1001, as for any late connection
 	}
-	sess, ok := s.sessions[id]
-	if !ok {
-		sess = newSession(id, s.cfg.Limits, s.metrics)
-		s.sessions[id] = sess
-	}
-	s.conns[c] = struct{}{}
-	s.handlers.Add(1)
-	return sess, true
+	_, err := s.lookup(id)
+	return err
 }
 
-func (s *Server) detach(c *conn) {
+// lookup returns session id, creating it on first use. Called with mu held.
+func (s *Server) lookup(id string) (*session, error) {
+	sess, ok := s.sessions[id]
+	switch {
+	case ok && sess.expiring:
+		return nil, errSessionExpiring
+	case ok:
+		return sess, nil
+	case len(s.sessions) >= s.cfg.MaxSessions:
+		return nil, errTooManySessions
+	}
+	sess = newSession(id, &s.cfg, s.metrics)
+	s.sessions[id] = sess
+	return sess, nil
+}
+
+// attach registers c with its session, creating the session on first use.
+func (s *Server) attach(c *conn, id string) (*session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return nil, errShuttingDown
+	}
+	sess, err := s.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	sess.mu.Lock()
+	sess.attached++
+	sess.mu.Unlock()
+	s.conns[c] = struct{}{}
+	s.handlers.Add(1)
+	return sess, nil
+}
+
+func (s *Server) detach(c *conn, sess *session) {
+	now := s.cfg.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.conns, c)
+	sess.mu.Lock()
+	sess.attached--
+	sess.lastActive = now
+	sess.mu.Unlock()
 }
 
 // Shutdown closes every WebSocket with 1001 (going away) and waits for their
@@ -303,6 +380,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // CloseSockets refuses new WebSockets and closes the open ones with code and
 // reason; when ctx ends first, it drops the rest without a close handshake.
 func (s *Server) CloseSockets(ctx context.Context, code websocket.StatusCode, reason string) error {
+	s.stopJanitor()
+	<-s.janitorDone
 	s.mu.Lock()
 	s.closing = true
 	open := make([]*conn, 0, len(s.conns))

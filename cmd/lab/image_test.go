@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"debug/elf"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,44 +40,19 @@ func buildLikeDockerfile(t *testing.T, dir string) string {
 	return bin
 }
 
-// labProcess is the built binary, running.
-type labProcess struct {
-	cmd  *exec.Cmd
-	addr string // host:port
-}
-
-func startBinary(t *testing.T, bin string, args ...string) *labProcess {
-	t.Helper()
-	cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
-	cmd.Env = append(os.Environ(), "LAB_DATA=:memory:")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := bufio.NewScanner(stdout)
-	url := regexp.MustCompile(`students open http://(\S+)/`)
-	for lines.Scan() {
-		if m := url.FindStringSubmatch(lines.Text()); m != nil {
-			go io.Copy(io.Discard, stdout)
-			return &labProcess{cmd: cmd, addr: m[1]}
-		}
-	}
-	t.Fatal("the binary exited without printing its URL")
-	return nil
-}
-
-func TestImageBinary(t *testing.T) {
+// TestBinary builds the binary once, as the container does, and tests it
+// as a process: what the image needs of it, SIGTERM, and a restart after
+// kill -9 that loses nothing.
+func TestBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	dir := t.TempDir()
-	bin := buildLikeDockerfile(t, dir)
+	bin := buildLikeDockerfile(t, t.TempDir())
+	t.Run("image", func(t *testing.T) { imageChecks(t, bin) })
+	t.Run("restart after kill", func(t *testing.T) { restartAfterKill(t, bin) })
+}
 
+func imageChecks(t *testing.T, bin string) {
 	f, err := elf.Open(bin)
 	if err != nil {
 		t.Fatal(err)
@@ -98,10 +71,11 @@ func TestImageBinary(t *testing.T) {
 		t.Fatalf("-version: %q %v", out, err)
 	}
 
-	lab := startBinary(t, bin)
+	lab := startLab(t, bin, "-data", ":memory:")
+	addr := strings.TrimPrefix(lab.base, "http://")
 	healthcheck := func() error {
 		cmd := exec.Command(bin, "healthcheck")
-		cmd.Env = append(os.Environ(), "LAB_ADDR="+lab.addr)
+		cmd.Env = append(os.Environ(), "LAB_ADDR="+addr)
 		return cmd.Run()
 	}
 	if err := healthcheck(); err != nil {
@@ -111,7 +85,7 @@ func TestImageBinary(t *testing.T) {
 	// SIGTERM closes open pages with 1012 (service restart) and exits 0.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	ws, _, err := websocket.Dial(ctx, "ws://"+lab.addr+"/lab/5f0c2a7e-8b1d-4c3a-9e2f-0a1b2c3d4e5f/ws", nil)
+	ws, _, err := websocket.Dial(ctx, "ws://"+addr+"/lab/5f0c2a7e-8b1d-4c3a-9e2f-0a1b2c3d4e5f/ws", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/toolcall-lab/lab/model"
 	"github.com/toolcall-lab/lab/server"
+	"github.com/toolcall-lab/lab/server/store"
 )
 
 // version is stamped at link time (-ldflags "-X main.version=…") and never
@@ -38,7 +40,14 @@ type config struct {
 	metricsToken    string
 	trustedProxies  []*net.IPNet
 	showVersion     bool
+	data            string // SQLite file, or memoryData
+	sessionTTL      time.Duration
+	maxSessions     int
+	instructorToken string
 }
+
+// memoryData as -data keeps sessions in memory only: for demos and tests.
+const memoryData = ":memory:"
 
 // setting is one flag with its environment variable.
 type setting struct {
@@ -51,6 +60,9 @@ func settings(c *config) []setting {
 	c.addr = ":8080"
 	c.shutdownTimeout = 10 * time.Second
 	c.logFormat = "text"
+	c.data = filepath.Join(".", "lab-data", "lab.db")
+	c.sessionTTL = 168 * time.Hour
+	c.maxSessions = 10000
 	return []setting{
 		{"addr", "LAB_ADDR", "address to listen on", stringValue{&c.addr}},
 		{"origins", "LAB_ORIGINS", "extra Origin host patterns allowed to open WebSockets, comma-separated (for a reverse proxy)", stringValue{&c.origins}},
@@ -59,6 +71,10 @@ func settings(c *config) []setting {
 		{"max-held-bytes", "LAB_MAX_HELD_BYTES", "held reply text per session in bytes", intValue{&c.limits.MaxHeldBytes}},
 		{"max-receipts", "LAB_MAX_RECEIPTS", "deliveries recorded per session", intValue{&c.limits.MaxReceipts}},
 		{"shutdown-timeout", "LAB_SHUTDOWN_TIMEOUT", "how long shutdown waits for connections to close", durationValue{&c.shutdownTimeout}},
+		{"data", "LAB_DATA", "SQLite file holding the sessions (created with its directory on first run); " + memoryData + " keeps them in memory only", stringValue{&c.data}},
+		{"session-ttl", "LAB_SESSION_TTL", "idle time (no change, no open page) after which a session is deleted", durationValue{&c.sessionTTL}},
+		{"max-sessions", "LAB_MAX_SESSIONS", "sessions held at most; a new one past it is refused", intValue{&c.maxSessions}},
+		{"instructor-token", "LAB_INSTRUCTOR_TOKEN", "bearer token for the instructor endpoints (export); empty disables them; prefer the variable", stringValue{&c.instructorToken}},
 		{"log-format", "LAB_LOG_FORMAT", "log format: text or json", choiceValue{&c.logFormat, []string{"text", "json"}}},
 		{"log-level", "LAB_LOG_LEVEL", "least log level: debug, info, warn or error", levelValue{&c.logLevel}},
 		{"metrics-token", "LAB_METRICS_TOKEN", "bearer token that /metrics requires (default: none)", stringValue{&c.metricsToken}},
@@ -279,14 +295,36 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 			origins = append(origins, o)
 		}
 	}
-	lab, err := server.New(server.Config{
-		Origins:        origins,
-		Limits:         cfg.limits,
-		Logger:         log,
-		MetricsToken:   cfg.metricsToken,
-		TrustedProxies: cfg.trustedProxies,
-	})
+	scfg := server.Config{
+		Origins:         origins,
+		Limits:          cfg.limits,
+		Logger:          log,
+		MetricsToken:    cfg.metricsToken,
+		TrustedProxies:  cfg.trustedProxies,
+		SessionTTL:      cfg.sessionTTL,
+		MaxSessions:     cfg.maxSessions,
+		InstructorToken: cfg.instructorToken,
+	}
+	if cfg.data == "" {
+		return errors.New("-data is empty: give a file, or " + memoryData)
+	}
+	if cfg.data != memoryData {
+		st, err := store.OpenSQLite(cfg.data, store.Options{})
+		if err != nil {
+			return err // names the file
+		}
+		// Closed after the server has shut down: the last changes commit first.
+		defer st.Close()
+		scfg.Store = st
+		log.Info("sessions are stored", "file", cfg.data)
+	} else {
+		log.Warn("sessions are kept in memory only and are lost when the lab stops")
+	}
+	lab, err := server.New(scfg)
 	if err != nil {
+		if cfg.data != memoryData {
+			return fmt.Errorf("loading %s: %w", cfg.data, err)
+		}
 		return fmt.Errorf("configuring the server: %w", err)
 	}
 	ln, err := net.Listen("tcp", cfg.addr)

@@ -27,8 +27,13 @@ func TestConfig(t *testing.T) {
 		wantErr string
 	}{
 		{"defaults", nil, nil, func(c config) bool {
-			return c.addr == ":8080" && c.limits.MaxHeld == 256 && c.shutdownTimeout == 10*time.Second
+			return c.addr == ":8080" && c.limits.MaxHeld == 256 && c.shutdownTimeout == 10*time.Second &&
+				c.data == "lab-data/lab.db" && c.sessionTTL == 168*time.Hour && c.maxSessions == 10000 && c.instructorToken == ""
 		}, ""},
+		{"data settings", []string{"-data", ":memory:", "-max-sessions", "3"}, map[string]string{"LAB_SESSION_TTL": "2h", "LAB_INSTRUCTOR_TOKEN": "t"}, func(c config) bool {
+			return c.data == ":memory:" && c.maxSessions == 3 && c.sessionTTL == 2*time.Hour && c.instructorToken == "t"
+		}, ""},
+		{"bad ttl", nil, map[string]string{"LAB_SESSION_TTL": "forever"}, nil, "LAB_SESSION_TTL"},
 		{"env", nil, map[string]string{"LAB_ADDR": "127.0.0.1:9", "LAB_MAX_HELD": "5", "LAB_ORIGINS": "a.example"}, func(c config) bool {
 			return c.addr == "127.0.0.1:9" && c.limits.MaxHeld == 5 && c.origins == "a.example"
 		}, ""},
@@ -90,7 +95,9 @@ func TestRunServesAndShutsDown(t *testing.T) {
 	defer cancel()
 	var stdout, stderr syncBuffer
 	exited := make(chan int, 1)
-	go func() { exited <- run(ctx, []string{"lab", "-addr", "127.0.0.1:0"}, env(nil), &stdout, &stderr) }()
+	go func() {
+		exited <- run(ctx, []string{"lab", "-addr", "127.0.0.1:0", "-data", ":memory:"}, env(nil), &stdout, &stderr)
+	}()
 
 	url := regexp.MustCompile(`students open (http://\S+)`)
 	var base string

@@ -1,0 +1,75 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolcall-lab/lab/server/store"
+)
+
+// exportRoutes serves the event log for review and grading (docs/export.md).
+func (s *Server) exportRoutes(g *echo.Group) {
+	g.GET("/sessions/:id/export", s.exportSession)
+	g.GET("/export.csv", s.exportCSV)
+}
+
+// exportSession writes one session's events as JSON lines.
+func (s *Server) exportSession(c echo.Context) error {
+	id, err := sessionID(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	recs, err := s.cfg.Store.Events(ctx, id)
+	if err != nil {
+		s.cfg.Logger.Error("exporting a session", "session", id, "err", err)
+		return echo.NewHTTPError(http.StatusServiceUnavailable, "the lab cannot read its data right now; try again shortly")
+	}
+	s.mu.Lock()
+	_, held := s.sessions[id]
+	s.mu.Unlock()
+	if len(recs) == 0 && !held {
+		return echo.NewHTTPError(http.StatusNotFound, "no such session")
+	}
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, "application/x-ndjson")
+	h.Set("Content-Disposition", `attachment; filename="lab-`+id+`.jsonl"`)
+	h.Set("Cache-Control", "no-store")
+	c.Response().WriteHeader(http.StatusOK)
+	if err := store.WriteJSONLines(c.Response(), recs); err != nil {
+		s.cfg.Logger.Warn("exporting a session", "session", id, "err", err)
+	}
+	return nil
+}
+
+// exportCSV writes every stored session's events as CSV, one row per event.
+// Sessions are read one at a time; a read failure after the header has gone
+// out can only cut the body short, and is logged.
+func (s *Server) exportCSV(c echo.Context) error {
+	ctx := c.Request().Context()
+	sessions, err := s.cfg.Store.Sessions(ctx)
+	if err != nil {
+		s.cfg.Logger.Error("exporting sessions", "err", err)
+		return echo.NewHTTPError(http.StatusServiceUnavailable, "the lab cannot read its data right now; try again shortly")
+	}
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")
+	h.Set("Content-Disposition", `attachment; filename="lab-events.csv"`)
+	h.Set("Cache-Control", "no-store")
+	c.Response().WriteHeader(http.StatusOK)
+	w, err := store.NewCSV(c.Response())
+	for i := 0; err == nil && i < len(sessions); i++ {
+		var recs []store.Record
+		if recs, err = s.cfg.Store.Events(ctx, sessions[i].ID); err == nil {
+			err = w.Write(sessions[i], recs)
+		}
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
+		s.cfg.Logger.Warn("exporting sessions as CSV", "err", err)
+	}
+	return nil
+}

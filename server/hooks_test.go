@@ -1,0 +1,20 @@
+package server
+
+import "context"
+
+// Sweep runs one janitor pass now, for tests.
+func (s *Server) Sweep(ctx context.Context) error { return s.sweep(ctx) }
+
+// Attached counts the connections attached to session id, for tests that
+// must wait for a closed connection's handler to finish.
+func (s *Server) Attached(id string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess, ok := s.sessions[id]
+	if !ok {
+		return 0
+	}
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	return sess.attached
+}

@@ -1,0 +1,88 @@
+package store
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/toolcall-lab/lab/model"
+)
+
+// TimeFormat is how exports write times: RFC 3339 with milliseconds, UTC.
+const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// CSVHeader is the export's first row; docs/export.md documents the columns.
+var CSVHeader = []string{"session", "name", "seq", "time", "actor", "kind", "message", "run", "notice"}
+
+// jsonLine is one record as the JSON-lines export writes it.
+type jsonLine struct {
+	Session     string `json:"session"`
+	Seq         uint64 `json:"seq"`
+	Time        string `json:"time"`
+	Actor       string `json:"actor"`
+	Kind        string `json:"kind"`
+	Message     int    `json:"message"`
+	MessageKind string `json:"messageKind,omitempty"`
+	From        string `json:"from,omitempty"`
+	Label       string `json:"label,omitempty"`
+	Run         string `json:"run"`
+	Notice      string `json:"notice"`
+}
+
+// WriteJSONLines writes the records, one JSON object per line.
+func WriteJSONLines(w io.Writer, recs []Record) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, r := range recs {
+		l := jsonLine{
+			Session: r.Session, Seq: r.Seq, Time: r.Time.UTC().Format(TimeFormat),
+			Actor: r.Event.By.String(), Kind: Kind(r.Event.Kind), Message: r.Event.Message.ID,
+			Run: r.Run, Notice: r.Notice,
+		}
+		if r.Event.Kind == model.MessageQueued {
+			m := r.Event.Message
+			l.MessageKind, l.From, l.Label = m.Kind.String(), m.From.String(), m.Label()
+		}
+		if err := enc.Encode(l); err != nil {
+			return fmt.Errorf("writing session %s seq %d: %w", r.Session, r.Seq, err)
+		}
+	}
+	return nil
+}
+
+// CSV writes sessions' records as CSV rows under CSVHeader.
+type CSV struct{ w *csv.Writer }
+
+// NewCSV writes the header row.
+func NewCSV(w io.Writer) (*CSV, error) {
+	c := &CSV{w: csv.NewWriter(w)}
+	if err := c.w.Write(CSVHeader); err != nil {
+		return nil, fmt.Errorf("writing the CSV header: %w", err)
+	}
+	return c, nil
+}
+
+// Write writes one row per record of session s; message is empty for an
+// event that concerns no message.
+func (c *CSV) Write(s Session, recs []Record) error {
+	for _, r := range recs {
+		msg := ""
+		if r.Event.Message.ID != 0 {
+			msg = strconv.Itoa(r.Event.Message.ID)
+		}
+		row := []string{s.ID, s.Name, strconv.FormatUint(r.Seq, 10), r.Time.UTC().Format(TimeFormat),
+			r.Event.By.String(), Kind(r.Event.Kind), msg, r.Run, r.Notice}
+		if err := c.w.Write(row); err != nil {
+			return fmt.Errorf("writing session %s seq %d: %w", s.ID, r.Seq, err)
+		}
+	}
+	return nil
+}
+
+// Flush writes what is buffered and reports the first write error.
+func (c *CSV) Flush() error {
+	c.w.Flush()
+	return c.w.Error()
+}

@@ -1,0 +1,116 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Memory keeps sessions in process memory: for tests and demos, gone when
+// the process exits. It behaves as SQLite does, minus durability.
+//
+// Ownership: mu guards sessions and closed; records are copied in and out.
+type Memory struct {
+	mu       sync.Mutex
+	sessions map[string]*memSession
+	closed   bool
+}
+
+type memSession struct {
+	info    Session
+	records []Record
+}
+
+// NewMemory returns an empty in-memory store.
+func NewMemory() *Memory { return &Memory{sessions: make(map[string]*memSession)} }
+
+// Append stores r. Seqs must count up from 1 in each session.
+func (m *Memory) Append(_ context.Context, r Record) error {
+	if _, err := encode(r); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	s := m.sessions[r.Session]
+	if s == nil {
+		s = &memSession{info: Session{ID: r.Session, Created: r.Time}}
+		m.sessions[r.Session] = s
+	}
+	if want := uint64(len(s.records)) + 1; r.Seq != want {
+		return fmt.Errorf("appending to session %s: seq %d, want %d", r.Session, r.Seq, want)
+	}
+	s.records = append(s.records, r)
+	s.info.LastActive = r.Time
+	return nil
+}
+
+// Sessions lists the stored sessions, oldest first.
+func (m *Memory) Sessions(context.Context) ([]Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	out := make([]Session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		out = append(out, s.info)
+	}
+	slices.SortFunc(out, bySessionAge)
+	return out, nil
+}
+
+func bySessionAge(a, b Session) int {
+	if c := a.Created.Compare(b.Created); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
+}
+
+// Events returns one session's records in order; none for an unknown session.
+func (m *Memory) Events(_ context.Context, id string) ([]Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	if s := m.sessions[id]; s != nil {
+		return slices.Clone(s.records), nil
+	}
+	return nil, nil
+}
+
+// Delete removes the sessions with their events.
+func (m *Memory) Delete(_ context.Context, ids []string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	for _, id := range ids {
+		delete(m.sessions, id)
+	}
+	return nil
+}
+
+// Ready reports whether the store takes writes.
+func (m *Memory) Ready(context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// Close makes every later call fail with ErrClosed.
+func (m *Memory) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	return nil
+}

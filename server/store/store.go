@@ -1,0 +1,134 @@
+// Package store keeps the lab's sessions as event logs: every change to a
+// session is a Record, appended before its state frame goes out. A session's
+// state is the fold of its records' events through model.Lab, so the log is
+// the one source of truth for state, timeline and export.
+//
+// Two implementations share one behaviour: SQLite (durable, group commit)
+// and Memory (for tests and demos; gone when the process exits).
+package store
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/toolcall-lab/lab/model"
+)
+
+// Record is one stored change of a session.
+type Record struct {
+	Session string
+	Seq     uint64    // the session's seq after this change: 1, 2, 3, …
+	Time    time.Time // stamped by the server, millisecond precision, UTC
+	Event   model.Event
+	Run     string // the run current after the change
+	Notice  string // the notice the change left (queueing leaves it unchanged)
+}
+
+// Session is one stored session.
+type Session struct {
+	ID         string
+	Name       string // empty until sessions can be named
+	Created    time.Time
+	LastActive time.Time // time of the last change
+}
+
+// ErrClosed refuses work after Close.
+var ErrClosed = errors.New("the store is closed")
+
+// Kind is the text the log and the exports use for an event's kind.
+func Kind(k model.EventKind) string {
+	switch k {
+	case model.RunStarted:
+		return "started"
+	case model.MessageQueued:
+		return "queued"
+	case model.MessageDelivered:
+		return "delivered"
+	}
+	return fmt.Sprintf("unknown(%d)", k)
+}
+
+// row is a record flattened into the columns of the events table. Adding an
+// event kind means adding a case to encode and to decode.
+type row struct {
+	session          string
+	seq              int64
+	timeMs           int64
+	actor, kind      string
+	message          int64
+	msgKind, msgFrom string
+	raw              []byte // a queued reply's text, exactly as captured
+	keyRun, keyCall  string // a queued deadline's captured identity
+	run, notice      string
+}
+
+func encode(r Record) (row, error) {
+	w := row{
+		session: r.Session, seq: int64(r.Seq), timeMs: r.Time.UnixMilli(),
+		actor: r.Event.By.String(), kind: Kind(r.Event.Kind),
+		message: int64(r.Event.Message.ID), run: r.Run, notice: r.Notice,
+		raw: []byte{}, // a NOT NULL column: nil would bind as NULL
+	}
+	switch r.Event.Kind {
+	case model.RunStarted, model.MessageDelivered:
+	case model.MessageQueued:
+		m := r.Event.Message
+		w.msgKind, w.msgFrom = m.Kind.String(), m.From.String()
+		switch m.Kind {
+		case model.ReplyMessage:
+			w.raw = append(w.raw, m.Raw...)
+		case model.DeadlineMessage:
+			w.keyRun, w.keyCall = m.Key.RunID, m.Key.CallID
+		}
+	default:
+		return row{}, fmt.Errorf("encoding event kind %d: unknown", r.Event.Kind)
+	}
+	return w, nil
+}
+
+func decode(w row) (Record, error) {
+	r := Record{
+		Session: w.session, Seq: uint64(w.seq), Time: time.UnixMilli(w.timeMs).UTC(),
+		Run: w.run, Notice: w.notice,
+	}
+	by, err := actor(w.actor)
+	if err != nil {
+		return Record{}, err
+	}
+	r.Event.By = by
+	r.Event.Message.ID = int(w.message)
+	switch w.kind {
+	case "started":
+		r.Event.Kind = model.RunStarted
+	case "delivered":
+		r.Event.Kind = model.MessageDelivered
+	case "queued":
+		r.Event.Kind = model.MessageQueued
+		m := &r.Event.Message
+		if m.From, err = actor(w.msgFrom); err != nil {
+			return Record{}, err
+		}
+		switch w.msgKind {
+		case "reply":
+			m.Kind, m.Raw = model.ReplyMessage, string(w.raw)
+		case "deadline":
+			m.Kind, m.Key = model.DeadlineMessage, model.Key{RunID: w.keyRun, CallID: w.keyCall}
+		default:
+			return Record{}, fmt.Errorf("session %s seq %d: unknown message kind %q", w.session, w.seq, w.msgKind)
+		}
+	default:
+		return Record{}, fmt.Errorf("session %s seq %d: unknown event kind %q", w.session, w.seq, w.kind)
+	}
+	return r, nil
+}
+
+func actor(s string) (model.Actor, error) {
+	switch s {
+	case "student":
+		return model.Student, nil
+	case "instructor":
+		return model.Instructor, nil
+	}
+	return 0, fmt.Errorf("unknown actor %q", s)
+}

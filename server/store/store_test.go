@@ -1,0 +1,270 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/toolcall-lab/lab/model"
+)
+
+var t0 = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+
+// sample is one record of every shape, with text a store could mangle.
+func sample(session string) []Record {
+	evs := []model.Event{
+		{Kind: model.MessageQueued, By: model.Student, Message: model.Message{ID: 1, Kind: model.ReplyMessage, From: model.Student, Raw: "{\"a\":\"\x00 é \U0001F600\"}\n"}},
+		{Kind: model.MessageQueued, By: model.Instructor, Message: model.Message{ID: 2, Kind: model.DeadlineMessage, From: model.Instructor, Key: model.Key{RunID: "run-1", CallID: "lookup"}}},
+		{Kind: model.MessageDelivered, By: model.Student, Message: model.Message{ID: 2}},
+		{Kind: model.RunStarted, By: model.Instructor},
+		{Kind: model.MessageQueued, By: model.Student, Message: model.Message{ID: 3, Kind: model.ReplyMessage, From: model.Student, Raw: ""}},
+	}
+	out := make([]Record, len(evs))
+	for i, e := range evs {
+		out[i] = Record{Session: session, Seq: uint64(i + 1), Time: t0.Add(time.Duration(i) * time.Second), Event: e, Run: "run-1", Notice: fmt.Sprintf("notice %d", i)}
+	}
+	return out
+}
+
+// store is what both implementations offer.
+type store interface {
+	Append(context.Context, Record) error
+	Sessions(context.Context) ([]Session, error)
+	Events(context.Context, string) ([]Record, error)
+	Delete(context.Context, []string) error
+	Ready(context.Context) error
+	Close() error
+}
+
+func openTemp(t testing.TB, opt Options) *SQLite {
+	t.Helper()
+	s, err := OpenSQLite(filepath.Join(t.TempDir(), "data", "lab.db"), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestStores(t *testing.T) {
+	for name, open := range map[string]func(t *testing.T) store{
+		"memory": func(*testing.T) store { return NewMemory() },
+		"sqlite": func(t *testing.T) store { return openTemp(t, Options{}) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s := open(t)
+			a, b := sample("a"), sample("b")[:2]
+			for _, r := range append(append([]Record(nil), a...), b...) {
+				if err := s.Append(ctx, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Append(ctx, a[0]); err == nil {
+				t.Fatal("a second seq 1 was accepted")
+			}
+			got, err := s.Events(ctx, "a")
+			if err != nil || !reflect.DeepEqual(got, a) {
+				t.Fatalf("Events(a) = %v\n%+v\nwant %+v", err, got, a)
+			}
+			sessions, err := s.Sessions(ctx)
+			want := []Session{{ID: "a", Created: t0, LastActive: a[4].Time}, {ID: "b", Created: t0, LastActive: b[1].Time}}
+			if err != nil || !reflect.DeepEqual(sessions, want) {
+				t.Fatalf("Sessions = %v %+v, want %+v", err, sessions, want)
+			}
+			if err := s.Delete(ctx, []string{"a"}); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := s.Events(ctx, "a"); len(got) != 0 {
+				t.Fatalf("deleted session still has %d events", len(got))
+			}
+			if sessions, _ := s.Sessions(ctx); len(sessions) != 1 || sessions[0].ID != "b" {
+				t.Fatalf("after delete: %+v", sessions)
+			}
+			if err := s.Ready(ctx); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			if err := s.Append(ctx, sample("c")[0]); !errors.Is(err, ErrClosed) {
+				t.Fatalf("append after close: %v", err)
+			}
+		})
+	}
+}
+
+func TestSQLiteReopens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lab.db")
+	s, err := OpenSQLite(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, r := range sample("a") {
+		if err := s.Append(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	s, err = OpenSQLite(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got, err := s.Events(ctx, "a"); err != nil || !reflect.DeepEqual(got, sample("a")) {
+		t.Fatalf("after reopening: %v %+v", err, got)
+	}
+}
+
+func TestSQLiteRefusesBadFiles(t *testing.T) {
+	dir := t.TempDir()
+	corrupt := filepath.Join(dir, "corrupt.db")
+	if err := os.WriteFile(corrupt, bytes.Repeat([]byte("not a database "), 512), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenSQLite(corrupt, Options{}); err == nil || !strings.Contains(err.Error(), corrupt) {
+		t.Fatalf("corrupt file: %v, want an error naming it", err)
+	}
+
+	newer := filepath.Join(dir, "newer.db")
+	s, err := OpenSQLite(newer, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, err := sql.Open("sqlite", newer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE schema_version SET version = ?`, SchemaVersion()+1); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := OpenSQLite(newer, Options{}); err == nil || !strings.Contains(err.Error(), "newer") {
+		t.Fatalf("newer schema: %v", err)
+	}
+}
+
+// TestSQLiteLockedRecovers holds the write lock from another connection, as
+// another process would: appends and Ready fail, store nothing, and work
+// again once the lock is released.
+func TestSQLiteLockedRecovers(t *testing.T) {
+	s := openTemp(t, Options{BusyTimeout: 50 * time.Millisecond})
+	ctx := context.Background()
+	recs := sample("a")
+	if err := s.Append(ctx, recs[0]); err != nil {
+		t.Fatal(err)
+	}
+	other, err := sql.Open("sqlite", s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `BEGIN EXCLUSIVE`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, recs[1]); err == nil {
+		t.Fatal("append succeeded while another connection held the lock")
+	}
+	if err := s.Ready(ctx); err == nil {
+		t.Fatal("Ready while locked")
+	}
+	if _, err := conn.ExecContext(ctx, `ROLLBACK`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ready(ctx); err != nil {
+		t.Fatalf("Ready after unlock: %v", err)
+	}
+	if err := s.Append(ctx, recs[1]); err != nil {
+		t.Fatalf("append after unlock: %v", err)
+	}
+	if got, _ := s.Events(ctx, "a"); !reflect.DeepEqual(got, recs[:2]) {
+		t.Fatalf("events %+v", got)
+	}
+}
+
+func TestExports(t *testing.T) {
+	recs := sample("a")[2:4]
+	var jl bytes.Buffer
+	if err := WriteJSONLines(&jl, recs); err != nil {
+		t.Fatal(err)
+	}
+	wantJL := `{"session":"a","seq":3,"time":"2026-03-01T09:00:02.000Z","actor":"student","kind":"delivered","message":2,"run":"run-1","notice":"notice 2"}
+{"session":"a","seq":4,"time":"2026-03-01T09:00:03.000Z","actor":"instructor","kind":"started","message":0,"run":"run-1","notice":"notice 3"}
+`
+	if jl.String() != wantJL {
+		t.Fatalf("JSON lines:\n%s\nwant\n%s", jl.String(), wantJL)
+	}
+	var c bytes.Buffer
+	w, err := NewCSV(&c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(Session{ID: "a", Name: "Ada, B"}, recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	wantCSV := "session,name,seq,time,actor,kind,message,run,notice\n" +
+		"a,\"Ada, B\",3,2026-03-01T09:00:02.000Z,student,delivered,2,run-1,notice 2\n" +
+		"a,\"Ada, B\",4,2026-03-01T09:00:03.000Z,instructor,started,,run-1,notice 3\n"
+	if c.String() != wantCSV {
+		t.Fatalf("CSV:\n%s\nwant\n%s", c.String(), wantCSV)
+	}
+}
+
+// BenchmarkAppend measures appends per second from many concurrent sessions
+// on a real file, with group commit (batch 256) and without (batch 1).
+func BenchmarkAppend(b *testing.B) {
+	for _, batch := range []int{1, 256} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			s := openTemp(b, Options{MaxBatch: batch})
+			var sessions atomic.Int64
+			b.SetParallelism(32) // 32 appenders per core
+			b.ResetTimer()
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				id := fmt.Sprintf("s%d", sessions.Add(1))
+				ev := model.Event{Kind: model.RunStarted}
+				for seq := uint64(1); pb.Next(); seq++ {
+					if err := s.Append(context.Background(), Record{Session: id, Seq: seq, Time: t0, Event: ev, Run: "run-2", Notice: "Started"}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "appends/s")
+		})
+	}
+}
+
+// TestSQLiteKeepsTextExactly: notices quote replies, which may hold NUL and
+// any Unicode; the log must give them back byte for byte.
+func TestSQLiteKeepsTextExactly(t *testing.T) {
+	s := openTemp(t, Options{})
+	ctx := context.Background()
+	r := sample("a")[0]
+	r.Notice = "Accepted completion: \x00 é \U0001F600 \xff"
+	r.Run = "run-\x001"
+	if err := s.Append(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Events(ctx, "a")
+	if err != nil || len(got) != 1 || got[0].Notice != r.Notice || got[0].Run != r.Run || got[0].Event != r.Event {
+		t.Fatalf("%v %+v", err, got)
+	}
+}
