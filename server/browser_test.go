@@ -17,8 +17,10 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	"github.com/coder/websocket"
 
 	"github.com/toolcall-lab/lab/server"
+	"github.com/toolcall-lab/lab/server/store"
 )
 
 // The texts the page shows, from the seed's model and the student protocol.
@@ -574,15 +576,26 @@ func (s *switchHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// TestBrowserReconnectsAfterServerRestart shuts the server down under an open
-// page and starts a new one on the same address: the page says it is
-// reconnecting, refuses to silently drop a click meanwhile, and comes back
-// to Connected with the new server's (empty) session.
+// TestBrowserReconnectsAfterServerRestart restarts the server under an open
+// page, as SIGTERM and a new process on the same data would: the page says it
+// is reconnecting, refuses to silently drop a click meanwhile, and comes back
+// to Connected showing its session as it was.
 func TestBrowserReconnectsAfterServerRestart(t *testing.T) {
-	first, err := server.New(server.Config{})
-	if err != nil {
-		t.Fatal(err)
+	// Both servers share one event log, as a restarted process shares its
+	// data file, so the page must come back to the state it left.
+	data := filepath.Join(t.TempDir(), "lab.db")
+	open := func() (*server.Server, *store.SQLite) {
+		st, err := store.OpenSQLite(data, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv, err := server.New(server.Config{Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return srv, st
 	}
+	first, firstStore := open()
 	firstDown := false
 	sw := &switchHandler{h: first.Handler()}
 	ts := httptest.NewServer(sw)
@@ -590,19 +603,27 @@ func TestBrowserReconnectsAfterServerRestart(t *testing.T) {
 	t.Cleanup(func() {
 		if !firstDown {
 			stopLab(t, first)
+			firstStore.Close()
 		}
 	})
 
 	p := newBrowser(t)
 	p.open(ts.URL + "/")
 	l := newLab(p)
-	// Move past run-1 so that the restarted server's run-1 (and its lower
-	// seq) shows that the page took the new server's state.
 	l.start("start run-2")
 	l.queueDeadline("queue a deadline")
 
+	// What SIGTERM does: close every page with 1012 (service restart), then
+	// finish writing the store.
 	sw.hold()
-	stopLab(t, first)
+	ctx, cancel := context.WithTimeout(context.Background(), browserTestTimeout)
+	defer cancel()
+	if err := first.CloseSockets(ctx, websocket.StatusServiceRestart, "restarting"); err != nil {
+		t.Fatal(err)
+	}
+	if err := firstStore.Close(); err != nil {
+		t.Fatal(err)
+	}
 	firstDown = true
 	p.waitView("the reconnecting indicator", func(v pageView) bool {
 		return strings.HasPrefix(v.Connection, "Reconnecting")
@@ -612,15 +633,12 @@ func TestBrowserReconnectsAfterServerRestart(t *testing.T) {
 		return strings.Contains(v.Error, "not sent") && strings.Contains(v.Error, "Queue deadline")
 	})
 
-	second, err := server.New(server.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stopLab(t, second) })
+	second, secondStore := open()
+	t.Cleanup(func() { stopLab(t, second); secondStore.Close() })
 	sw.serve(second.Handler())
 
-	*l = *newLab(p)
-	p.waitView("Connected to the new server", func(v pageView) bool {
+	// The same session, as it was: run-2 with its held deadline.
+	p.waitView("the restored session", func(v pageView) bool {
 		return v.Connection == "Connected" && l.matches(v)
 	})
 	// The page works again, and a successful action clears the old message.
