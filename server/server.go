@@ -70,9 +70,9 @@ type Config struct {
 // Ownership: mu guards sessions, conns, closing and each session's expiring
 // flag. The janitor goroutine is started by New and stopped by CloseSockets
 // (stopJanitor closes quit; janitorDone closes when it has exited). Each
-// session guards its
-// own state (see session); each conn its outbox (see conn). Lock order is
-// Server.mu, then session.mu, then conn.mu; no I/O happens under any of them.
+// session guards its own state (see session); each conn its outbox (see
+// conn). Lock order is Server.mu, then session.mu, then conn.mu; no I/O
+// happens under any of them.
 type Server struct {
 	cfg     Config
 	log     *slog.Logger
