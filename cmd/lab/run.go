@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -36,6 +37,7 @@ type config struct {
 	logFormat       string
 	logLevel        slog.Level
 	metricsToken    string
+	instructorToken string
 	trustedProxies  []*net.IPNet
 	showVersion     bool
 }
@@ -62,6 +64,7 @@ func settings(c *config) []setting {
 		{"log-format", "LAB_LOG_FORMAT", "log format: text or json", choiceValue{&c.logFormat, []string{"text", "json"}}},
 		{"log-level", "LAB_LOG_LEVEL", "least log level: debug, info, warn or error", levelValue{&c.logLevel}},
 		{"metrics-token", "LAB_METRICS_TOKEN", "bearer token that /metrics requires (default: none)", stringValue{&c.metricsToken}},
+		{"instructor-token", "LAB_INSTRUCTOR_TOKEN", "secret of the instructor console and API (default: a random one, printed at start)", secretValue{&c.instructorToken}},
 		{"trusted-proxies", "LAB_TRUSTED_PROXIES", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed", cidrsValue{&c.trustedProxies}},
 	}
 }
@@ -99,6 +102,12 @@ func (v stringValue) String() string {
 	return *v.p
 }
 func (v stringValue) Set(s string) error { *v.p = s; return nil }
+
+// secretValue is a string flag whose value -help never prints.
+type secretValue struct{ p *string }
+
+func (v secretValue) String() string     { return "" }
+func (v secretValue) Set(s string) error { *v.p = s; return nil }
 
 type choiceValue struct {
 	p       *string
@@ -279,12 +288,17 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 			origins = append(origins, o)
 		}
 	}
+	token, generated := cfg.instructorToken, false
+	if token == "" {
+		token, generated = rand.Text(), true
+	}
 	lab, err := server.New(server.Config{
-		Origins:        origins,
-		Limits:         cfg.limits,
-		Logger:         log,
-		MetricsToken:   cfg.metricsToken,
-		TrustedProxies: cfg.trustedProxies,
+		Origins:         origins,
+		Limits:          cfg.limits,
+		Logger:          log,
+		MetricsToken:    cfg.metricsToken,
+		InstructorToken: token,
+		TrustedProxies:  cfg.trustedProxies,
 	})
 	if err != nil {
 		return fmt.Errorf("configuring the server: %w", err)
@@ -302,6 +316,11 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	served := make(chan error, 1)
 	go func() { served <- httpServer.Serve(ln) }()
 	fmt.Fprintf(stdout, "Tool-call Outcomes Lab: students open %s\n", publicURL(ln.Addr()))
+	// Printed once, to stdout only (never to the log), like Jupyter's token.
+	fmt.Fprintf(stdout, "Instructor console: %sinstructor\n", publicURL(ln.Addr()))
+	if generated {
+		fmt.Fprintf(stdout, "Instructor token (generated; set -instructor-token or LAB_INSTRUCTOR_TOKEN to choose one): %s\n", token)
+	}
 	log.Info("lab listening", "addr", ln.Addr().String(), "version", version)
 
 	// SIGTERM is how containers are restarted: tell pages to reconnect (1012).
