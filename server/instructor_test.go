@@ -666,3 +666,58 @@ func TestShutdownClosesInstructorSockets(t *testing.T) {
 	ws.CloseNow()
 	ts.Close()
 }
+
+// TestOverviewLag200 measures how long a change in one of 200 sessions, each
+// with a student WebSocket, takes to reach an instructor's overview. It
+// reports figures and asserts only that every change arrives: timing on a
+// shared machine is not a pass/fail matter.
+func TestOverviewLag200(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens 200 WebSockets")
+	}
+	ts := runInstructorLab(t, server.Config{})
+	const n = 200
+	ids := make([]string, n)
+	students := make([]*client, n)
+	for i := range ids {
+		ids[i] = newID()
+		students[i], _ = dial(t, ts, ids[i])
+	}
+	ws, _, err := dialInstructor(ts, bearerHeader(testToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	var size int
+	readUntil(t, ws, "200 rows", func(f overviewFrame) bool {
+		size = len(f.raw)
+		return f.Type == "overview" && len(f.Sessions) == n
+	})
+	measure := func(round int, pause time.Duration) []time.Duration {
+		var lags []time.Duration
+		for i := range 15 {
+			time.Sleep(pause) // spacing between changes, not synchronization
+			k := (round*15 + i*13) % n
+			c := students[k]
+			start := time.Now()
+			f := c.do(`{"type":"start"}`)
+			readUntil(t, ws, "the change", func(o overviewFrame) bool {
+				for _, r := range o.Sessions {
+					if r.ID == ids[k] {
+						return r.Seq == f.Seq
+					}
+				}
+				return false
+			})
+			lags = append(lags, time.Since(start))
+		}
+		slices.Sort(lags)
+		return lags
+	}
+	report := func(what string, lags []time.Duration) {
+		t.Logf("overview lag, 200 sessions, %s: median %v, p90 %v, max %v (frame %d bytes)",
+			what, lags[len(lags)/2].Round(time.Millisecond), lags[len(lags)*9/10].Round(time.Millisecond), lags[len(lags)-1].Round(time.Millisecond), size)
+	}
+	report("changes 300 ms apart", measure(0, 300*time.Millisecond))
+	report("changes back to back", measure(1, 0))
+}
