@@ -153,14 +153,9 @@ func (c *conn) stop() {
 // connection stays open.
 func (c *conn) readLoop(s *session) error {
 	for {
-		typ, data, err := c.ws.Read(context.Background())
+		data, err := c.nextText()
 		if err != nil {
 			return err
-		}
-		if typ != websocket.MessageText {
-			c.metrics.framesIn.WithLabelValues("invalid").Inc()
-			c.sendError(refuse("frames must be text messages holding JSON"))
-			continue
 		}
 		cmd, err := decodeFrame(data, c.role)
 		if err != nil {
@@ -178,14 +173,9 @@ func (c *conn) readLoop(s *session) error {
 // *watched is the session watched now; the caller unwatches it at the end.
 func (c *conn) instructorLoop(s *Server, watched **session) error {
 	for {
-		typ, data, err := c.ws.Read(context.Background())
+		data, err := c.nextText()
 		if err != nil {
 			return err
-		}
-		if typ != websocket.MessageText {
-			c.metrics.framesIn.WithLabelValues("invalid").Inc()
-			c.sendError(refuse("frames must be text messages holding JSON"))
-			continue
 		}
 		cmd, err := decodeInstructorFrame(data)
 		if err != nil {
@@ -208,5 +198,20 @@ func (c *conn) instructorLoop(s *Server, watched **session) error {
 		}
 		sess.watch(c)
 		*watched = sess
+	}
+}
+
+// nextText returns the next text frame; a binary one gets an error frame.
+func (c *conn) nextText() ([]byte, error) {
+	for {
+		typ, data, err := c.ws.Read(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		if typ == websocket.MessageText {
+			return data, nil
+		}
+		c.metrics.framesIn.WithLabelValues("invalid").Inc()
+		c.sendError(refuse("frames must be text messages holding JSON"))
 	}
 }

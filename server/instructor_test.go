@@ -324,6 +324,14 @@ func TestInjectDeliverNow(t *testing.T) {
 	if f := c.state(); f.Queue[2].Label != "Deadline for run-7/x" || len(f.Receipts) != 2 {
 		t.Fatalf("deadline hold: %s", f.raw)
 	}
+	// Applied injections are counted by mode; a refused one is not.
+	injectAPI(t, ts, `{"sessions":["`+newID()+`"],"preset":"deadline"}`)
+	_, _, m := call(t, ts, "GET", "/metrics", "", "", "")
+	for _, want := range []string{`lab_injections_total{mode="deliver"} 2`, `lab_injections_total{mode="hold"} 1`} {
+		if !bytes.Contains(m, []byte(want+"\n")) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
 }
 
 // TestInjectMultiWithCap: one injection into three sessions, one at its
@@ -446,23 +454,26 @@ func cmp(s, def string) string {
 	return s
 }
 
-// overviewFrame is the instructor's class table.
+// overviewRow is a row of the class overview, as docs/instructor.md has it.
+type overviewRow struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Tabs     int    `json:"tabs"`
+	RunID    string `json:"runId"`
+	Status   string `json:"status"`
+	Held     int    `json:"held"`
+	Receipts int    `json:"receipts"`
+	Seq      uint64 `json:"seq"`
+}
+
+// overviewFrame is any instructor frame: overview, state, timeline, error.
 type overviewFrame struct {
-	Type     string `json:"type"`
-	Error    string `json:"error"`
-	Session  string `json:"session"`
-	Reset    bool   `json:"reset"`
-	Sessions []struct {
-		ID       string `json:"id"`
-		Name     string `json:"name"`
-		Tabs     int    `json:"tabs"`
-		RunID    string `json:"runId"`
-		Status   string `json:"status"`
-		Held     int    `json:"held"`
-		Receipts int    `json:"receipts"`
-		Seq      uint64 `json:"seq"`
-	} `json:"sessions"`
-	Entries []struct {
+	Type     string        `json:"type"`
+	Error    string        `json:"error"`
+	Session  string        `json:"session"`
+	Reset    bool          `json:"reset"`
+	Sessions []overviewRow `json:"sessions"`
+	Entries  []struct {
 		Seq     uint64 `json:"seq"`
 		Actor   string `json:"actor"`
 		Kind    string `json:"kind"`
@@ -536,16 +547,7 @@ func TestInstructorSocket(t *testing.T) {
 	ca.do(`{"type":"rename","name":"  Ada  "}`)
 	ca.do(`{"type":"start"}`)
 	readUntil(t, ws, "Ada at run-2", func(f overviewFrame) bool {
-		return f.Type == "overview" && slices.ContainsFunc(f.Sessions, func(r struct {
-			ID       string `json:"id"`
-			Name     string `json:"name"`
-			Tabs     int    `json:"tabs"`
-			RunID    string `json:"runId"`
-			Status   string `json:"status"`
-			Held     int    `json:"held"`
-			Receipts int    `json:"receipts"`
-			Seq      uint64 `json:"seq"`
-		}) bool {
+		return f.Type == "overview" && slices.ContainsFunc(f.Sessions, func(r overviewRow) bool {
 			return r.ID == a && r.Name == "Ada" && r.RunID == "run-2" && r.Seq == 2
 		})
 	})
