@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-
-	"github.com/toolcall-lab/lab/model/jsjson"
 )
 
 // CallID is the call identity every run of the lab uses, so that only the
@@ -127,14 +125,29 @@ const (
 	QueueReply
 	QueueDeadline
 	Deliver
+	Rename // set the session's display name
+	Inject // an instructor's message: held, or held and delivered at once
 )
 
 // Command is one request to change a session.
 type Command struct {
 	Kind    CommandKind
 	By      Actor
-	Raw     string // QueueReply
-	Message int    // Deliver
+	Raw     string    // QueueReply
+	Message int       // Deliver
+	Name    string    // Rename: as typed; Decide normalizes it
+	Inject  Injection // Inject
+}
+
+// Injection is what an instructor injects: a preset, resolved against the
+// session's own history when the command is decided, or a free-form reply
+// (Kind ReplyMessage, Raw) or deadline (Kind DeadlineMessage, Key).
+type Injection struct {
+	Preset  Preset // NoPreset for a free-form message
+	Kind    MessageKind
+	Raw     string
+	Key     Key
+	Deliver bool // deliver now, in the same event, rather than hold
 }
 
 // EventKind names a change that happened to a session.
@@ -144,15 +157,19 @@ const (
 	RunStarted EventKind = iota
 	MessageQueued
 	MessageDelivered
+	Renamed         // the display name changed
+	MessageInjected // an instructor's message joined the queue, and was delivered at once if Deliver
 )
 
 // Event is one change, as stored and replayed: applying a session's events in
 // order rebuilds its state, so an event carries everything it needs (a queued
-// message with its id and captured identity).
+// message with its id and captured identity, a normalized name).
 type Event struct {
 	Kind    EventKind
 	By      Actor
-	Message Message // MessageQueued: the message; MessageDelivered: only its ID
+	Message Message // MessageQueued, MessageInjected: the message; MessageDelivered: only its ID
+	Name    string  // Renamed: the new name, already normalized
+	Deliver bool    // MessageInjected: delivered in the same event
 }
 
 // Lab is one student's lab session: the current call, the run counter, the
@@ -165,6 +182,11 @@ type Lab struct {
 	queue     []Message // by ID: queue[i].ID == i+1
 	heldBytes int
 	receipts  []Receipt
+	name      string
+	// accepted is the id of the message whose delivery recorded the current
+	// call's final outcome, 0 while it has none: the duplicate preset
+	// resends exactly that text.
+	accepted int
 }
 
 // NewLab returns a session at run-1, as the page starts.
@@ -176,6 +198,14 @@ func runID(n int) string { return "run-" + strconv.Itoa(n) }
 
 // Seq counts the changes applied; it only grows.
 func (l *Lab) Seq() uint64 { return l.seq }
+
+// Message returns held message id.
+func (l *Lab) Message(id int) (Message, bool) {
+	if id < 1 || id > len(l.queue) {
+		return Message{}, false
+	}
+	return l.queue[id-1], true
+}
 
 // Call returns the current call.
 func (l *Lab) Call() Call { return l.call }
@@ -205,8 +235,47 @@ func (l *Lab) Decide(cmd Command, lim Limits) (Event, error) {
 			return Event{}, &LimitError{Cap: "receipts", Max: lim.MaxReceipts}
 		}
 		return Event{Kind: MessageDelivered, By: cmd.By, Message: Message{ID: cmd.Message}}, nil
+	case Rename:
+		name, err := NormalizeName(cmd.Name)
+		if err != nil {
+			return Event{}, err
+		}
+		return Event{Kind: Renamed, By: cmd.By, Name: name}, nil
+	case Inject:
+		return l.decideInjection(cmd, lim)
 	}
 	return Event{}, fmt.Errorf("unknown command kind %d", cmd.Kind)
+}
+
+// decideInjection resolves a preset against the session and checks every cap
+// the event will meet, so that a refused injection changes nothing and an
+// accepted one is whole: held, and delivered too when asked.
+func (l *Lab) decideInjection(cmd Command, lim Limits) (Event, error) {
+	in := cmd.Inject
+	if in.Preset != NoPreset {
+		resolved, err := l.Preset(in.Preset)
+		if err != nil {
+			return Event{}, err
+		}
+		resolved.Deliver = in.Deliver
+		in = resolved
+	}
+	m := Message{ID: len(l.queue) + 1, Kind: in.Kind, From: cmd.By}
+	switch in.Kind {
+	case ReplyMessage:
+		m.Raw = in.Raw
+	case DeadlineMessage:
+		m.Key = in.Key
+	default:
+		return Event{}, fmt.Errorf("unknown message kind %d", in.Kind)
+	}
+	if err := l.canHold(m, lim); err != nil {
+		return Event{}, err
+	}
+	if in.Deliver && len(l.receipts) >= lim.MaxReceipts {
+		return Event{}, &LimitError{Cap: "receipts", Max: lim.MaxReceipts}
+	}
+	return Event{Kind: MessageInjected, By: cmd.By, Message: m, Deliver: in.Deliver}, nil
 }
 
 func (l *Lab) canHold(m Message, lim Limits) error {
@@ -231,26 +300,41 @@ func (l *Lab) Apply(e Event) (string, error) {
 		l.runs++
 		l.call = Begin(runID(l.runs), CallID)
 		l.notice = NoticeStarted
-	case MessageQueued:
+		l.accepted = 0
+	case MessageQueued, MessageInjected:
 		if e.Message.ID != len(l.queue)+1 {
 			return "", fmt.Errorf("queued message id %d, want %d", e.Message.ID, len(l.queue)+1)
 		}
 		l.queue = append(l.queue, e.Message)
 		l.heldBytes += len(e.Message.Raw)
+		if e.Kind == MessageInjected && e.Deliver {
+			l.deliver(e.Message.ID, e.By)
+		}
 	case MessageDelivered:
 		id := e.Message.ID
 		if id < 1 || id > len(l.queue) {
 			return "", fmt.Errorf("%w %d", ErrUnknownMessage, id)
 		}
-		u := l.queue[id-1].deliver(l.call)
-		l.call = u.Call
-		l.notice = u.Notice
-		l.receipts = append(l.receipts, Receipt{Message: id, Notice: u.Notice, By: e.By})
+		l.deliver(id, e.By)
+	case Renamed:
+		l.name = e.Name
 	default:
 		return "", fmt.Errorf("unknown event kind %d", e.Kind)
 	}
 	l.seq++
 	return l.notice, nil
+}
+
+// deliver applies held message id (which exists) to the current call.
+func (l *Lab) deliver(id int, by Actor) {
+	before := l.call.Status
+	u := l.queue[id-1].deliver(l.call)
+	l.call = u.Call
+	l.notice = u.Notice
+	l.receipts = append(l.receipts, Receipt{Message: id, Notice: u.Notice, By: by})
+	if !before.Final() && u.Call.Status.Final() {
+		l.accepted = id
+	}
 }
 
 // MessageView is a held message as the page lists it.
@@ -269,6 +353,7 @@ type LabView struct {
 	Draft    string
 	Queue    []MessageView
 	Receipts []Receipt
+	Name     string // the student's display name, "" when unset
 }
 
 // View presents the session. The slices are fresh copies.
@@ -280,6 +365,7 @@ func (l *Lab) View() LabView {
 		Draft:    Draft(l.call.Key),
 		Queue:    make([]MessageView, len(l.queue)),
 		Receipts: append([]Receipt(nil), l.receipts...),
+		Name:     l.name,
 	}
 	for i, m := range l.queue {
 		v.Queue[i] = MessageView{ID: m.ID, Kind: m.Kind.String(), From: m.From.String(), Label: m.Label()}
@@ -290,13 +376,5 @@ func (l *Lab) View() LabView {
 // Draft is the default completion for key, as the seed's JSON.stringify
 // writes it: keys in the order runId, callId, kind, output.
 func Draft(key Key) string {
-	b := make([]byte, 0, 96)
-	b = append(b, `{"runId":`...)
-	b = jsjson.AppendString(b, key.RunID)
-	b = append(b, `,"callId":`...)
-	b = jsjson.AppendString(b, key.CallID)
-	b = append(b, `,"kind":"completed","output":`...)
-	b = jsjson.AppendString(b, "Answer for "+key.RunID)
-	b = append(b, '}')
-	return string(b)
+	return replyJSON(key, "completed", "output", "Answer for "+key.RunID)
 }

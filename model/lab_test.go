@@ -203,11 +203,15 @@ func TestApplyRejectsCorruptEvents(t *testing.T) {
 func FuzzReplay(f *testing.F) {
 	f.Add([]byte{1, 0, 2, 3, 1, 3, 0, 3, 2}, "x")
 	f.Add([]byte{2, 3, 1, 0, 3, 1}, `{"runId":"run-1","callId":"lookup","kind":"completed","output":"x"}`)
+	f.Add([]byte{4, 5, 17, 29, 41, 53, 65, 77, 89, 101, 113, 125, 3}, "run-1")
 	f.Fuzz(func(t *testing.T, ops []byte, raw string) {
 		live, lim := NewLab(), Limits{MaxHeld: 8, MaxReceipts: 16}
 		var events []Event
 		for i, op := range ops {
-			cmd := Command{Kind: CommandKind(op % 4), By: Actor(op / 4 % 2), Message: int(op / 8)}
+			cmd := Command{Kind: CommandKind(op % 6), By: Actor(op / 6 % 2), Message: int(op / 12), Name: raw}
+			if cmd.Kind == Inject {
+				cmd.Inject = Injection{Preset: Preset(op / 12 % 11), Kind: MessageKind(op / 6 % 2), Raw: raw, Key: Key{raw, CallID}, Deliver: op/12%2 == 1}
+			}
 			switch i % 3 {
 			case 0:
 				cmd.Raw = raw

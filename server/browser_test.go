@@ -48,7 +48,13 @@ func draftFor(run string) string {
 // startLab serves a fresh lab server for the test and returns its base URL.
 func startLab(t *testing.T) string {
 	t.Helper()
-	srv, err := server.New(server.Config{})
+	return startLabWith(t, server.Config{})
+}
+
+// startLabWith is startLab with a configuration.
+func startLabWith(t *testing.T, cfg server.Config) string {
+	t.Helper()
+	srv, err := server.New(cfg)
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -163,14 +164,9 @@ func (c *conn) stop() {
 // connection stays open.
 func (c *conn) readLoop(s *session) error {
 	for {
-		typ, data, err := c.ws.Read(context.Background())
+		data, err := c.nextText()
 		if err != nil {
 			return err
-		}
-		if typ != websocket.MessageText {
-			c.metrics.framesIn.WithLabelValues("invalid").Inc()
-			c.sendError(refuse("frames must be text messages holding JSON"))
-			continue
 		}
 		cmd, err := decodeFrame(data, c.role)
 		if err != nil {
@@ -180,5 +176,53 @@ func (c *conn) readLoop(s *session) error {
 		}
 		c.metrics.framesIn.WithLabelValues(frameType(cmd.Kind)).Inc()
 		s.submit(pending{cmd: cmd, from: c})
+	}
+}
+
+// instructorLoop reads an instructor's frames until the connection closes:
+// watch one session (replacing the one watched before) or stop watching.
+// *watched is the session watched now; the caller unwatches it at the end.
+func (c *conn) instructorLoop(s *Server, watched **session) error {
+	for {
+		data, err := c.nextText()
+		if err != nil {
+			return err
+		}
+		cmd, err := decodeInstructorFrame(data)
+		if err != nil {
+			c.metrics.framesIn.WithLabelValues("invalid").Inc()
+			c.sendError(err)
+			continue
+		}
+		c.metrics.framesIn.WithLabelValues(cmd.typ).Inc()
+		if *watched != nil {
+			(*watched).unwatch(c)
+			*watched = nil
+		}
+		if cmd.typ != "watch" {
+			continue
+		}
+		sess, ok := s.existing(cmd.session)
+		if !ok {
+			c.sendError(fmt.Errorf("%w %s", errUnknownSession, cmd.session))
+			continue
+		}
+		sess.watch(c)
+		*watched = sess
+	}
+}
+
+// nextText returns the next text frame; a binary one gets an error frame.
+func (c *conn) nextText() ([]byte, error) {
+	for {
+		typ, data, err := c.ws.Read(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		if typ == websocket.MessageText {
+			return data, nil
+		}
+		c.metrics.framesIn.WithLabelValues("invalid").Inc()
+		c.sendError(refuse("frames must be text messages holding JSON"))
 	}
 }

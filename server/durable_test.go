@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -160,7 +161,7 @@ func TestStoreFailureRefusesAndRecovers(t *testing.T) {
 	if !reflect.DeepEqual(stored, acked) {
 		t.Fatalf("stored seqs %v, acknowledged %v", stored, acked)
 	}
-	if k := store.Kind(recs[2].Event.Kind); k != "delivered" || recs[2].Notice != f.Notice || recs[2].Run != "run-2" {
+	if k := store.Kind(recs[2].Event); k != "delivered" || recs[2].Notice != f.Notice || recs[2].Run != "run-2" {
 		t.Fatalf("last record %+v", recs[2])
 	}
 }
@@ -207,10 +208,10 @@ func TestIdleSessionsExpire(t *testing.T) {
 	if err := lab.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if slicesContains(lab.SessionIDs(), idle) {
+	if slices.Contains(lab.SessionIDs(), idle) {
 		t.Fatal("the idle session was not deleted")
 	}
-	if !slicesContains(lab.SessionIDs(), open) {
+	if !slices.Contains(lab.SessionIDs(), open) {
 		t.Fatal("a session with an open connection was deleted")
 	}
 	if recs, _ := st.Events(ctx, idle); len(recs) != 0 {
@@ -223,15 +224,6 @@ func TestIdleSessionsExpire(t *testing.T) {
 	if _, f := dial(t, ts, idle); f.Seq != 0 {
 		t.Fatalf("expired session came back at seq %d", f.Seq)
 	}
-}
-
-func slicesContains(ids []string, id string) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
 }
 
 // waitFor polls cond for up to 5 s; it is for asynchronous teardown, not timing.

@@ -11,6 +11,10 @@ import (
 // changes waiting to be applied.
 var errSessionBusy = errors.New("too many changes are waiting in this session; try again in a moment")
 
+// errUnknownSession refuses an instructor's request for a session the server
+// does not hold (instructors never create sessions).
+var errUnknownSession = errors.New("unknown session")
+
 // refusal is how a refused change is reported: a reason for metrics and the
 // text the client reads.
 type refusal struct {
@@ -46,6 +50,12 @@ func classify(log *slog.Logger, err error) refusal {
 	case errors.Is(err, errCannotSave):
 		log.Warn("refusing a change: the store failed", "err", err)
 		return refusal{"store", errCannotSave.Error()}
+	case errors.Is(err, model.ErrInvalidName):
+		return refusal{"invalid_name", err.Error()}
+	case errors.Is(err, model.ErrPresetNotApplicable):
+		return refusal{"not_applicable", err.Error()}
+	case errors.Is(err, errUnknownSession):
+		return refusal{"unknown_session", err.Error()}
 	}
 	log.Error("refusing a change", "err", err)
 	return refusal{"internal", "internal error: the change was not applied"}

@@ -52,8 +52,53 @@ func decodeFrame(data []byte, by model.Actor) (model.Command, error) {
 			return model.Command{}, err
 		}
 		return model.Command{Kind: model.Deliver, By: by, Message: id}, nil
+	case "rename":
+		name, err := stringField(v, "name")
+		if err != nil {
+			return model.Command{}, err
+		}
+		return model.Command{Kind: model.Rename, By: by, Name: name}, nil
 	}
 	return model.Command{}, refuse("unknown frame type %q", typ)
+}
+
+// maxInstructorFrame caps an instructor's frame: they name a session at most.
+const maxInstructorFrame = 4 << 10
+
+// instructorCmd is a decoded instructor frame: typ "watch" (with session)
+// or "unwatch".
+type instructorCmd struct {
+	typ     string
+	session string
+}
+
+// decodeInstructorFrame is the one place instructor frames are decoded.
+func decodeInstructorFrame(data []byte) (instructorCmd, error) {
+	v, err := jsjson.Parse(data)
+	if err != nil {
+		return instructorCmd{}, refuse("frame is not valid JSON: %v", err)
+	}
+	if v.Kind != jsjson.Object {
+		return instructorCmd{}, refuse("frame must be a JSON object, not %s", v.Kind)
+	}
+	typ, err := stringField(v, "type")
+	if err != nil {
+		return instructorCmd{}, err
+	}
+	switch typ {
+	case "unwatch":
+		return instructorCmd{typ: typ}, nil
+	case "watch":
+		id, err := stringField(v, "session")
+		if err != nil {
+			return instructorCmd{}, err
+		}
+		if !canonicalID(id) {
+			return instructorCmd{}, refuse(`field "session" must be a session id (a lower-case UUID)`)
+		}
+		return instructorCmd{typ: typ, session: id}, nil
+	}
+	return instructorCmd{}, refuse("unknown frame type %q", typ)
 }
 
 // frameType names a command by its frame type, for metrics.
@@ -67,6 +112,8 @@ func frameType(k model.CommandKind) string {
 		return "queueDeadline"
 	case model.Deliver:
 		return "deliver"
+	case model.Rename:
+		return "rename"
 	}
 	return "other"
 }
@@ -149,7 +196,9 @@ func appendStateFrame(b []byte, session string, v model.LabView) []byte {
 		b = jsjson.AppendString(b, r.By.String())
 		b = append(b, '}')
 	}
-	return append(b, "]}"...)
+	b = append(b, `],"name":`...)
+	b = jsjson.AppendString(b, v.Name)
+	return append(b, '}')
 }
 
 func errorFrame(msg string) []byte {

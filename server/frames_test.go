@@ -15,7 +15,9 @@ func FuzzDecodeFrame(f *testing.F) {
 	for _, s := range []string{
 		`{"type":"start"}`, `{"type":"queueDeadline"}`, `{"type":"queueReply","raw":"{\"a\":1}"}`,
 		`{"type":"deliver","message":3}`, `{"type":"deliver","message":2.0}`, `{"type":"deliver","message":1e400}`,
-		`{"type":"queueReply","raw":"\ud800"}`, `{"type":"deliver","message":-0}`, `{"type":"start","raw":5}`, `[]`, `{`, `{"type":"x"}`,
+		`{"type":"queueReply","raw":"\ud800"}`, `{"type":"deliver","message":-0}`, `{"type":"start","raw":5}`,
+		`{"type":"rename","name":"Ada"}`, `{"type":"rename","name":"  x  "}`, `{"type":"rename"}`,
+		`{"type":"rename","name":7}`, `{"type":"rename","name":"\ud800"}`, `[]`, `{`, `{"type":"x"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -39,6 +41,13 @@ func FuzzDecodeFrame(f *testing.F) {
 			t.Fatalf("type %s decoded as %q", members["type"], frameType(cmd.Kind))
 		}
 		switch cmd.Kind {
+		case model.Inject:
+			t.Fatal("a student frame decoded to an injection")
+		case model.Rename:
+			var name string
+			if err := json.Unmarshal(members["name"], &name); err != nil || cmd.Name != name {
+				t.Fatalf("name %s decoded as %q", members["name"], cmd.Name)
+			}
 		case model.QueueReply:
 			var raw string
 			if err := json.Unmarshal(members["raw"], &raw); err != nil || cmd.Raw != raw {

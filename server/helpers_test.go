@@ -37,7 +37,9 @@ type stateFrame struct {
 	Receipts []struct {
 		Message int    `json:"message"`
 		Notice  string `json:"notice"`
+		By      string `json:"by"`
 	} `json:"receipts"`
+	Name  string `json:"name"`
 	Error string `json:"error"`
 	raw   []byte
 }

@@ -37,7 +37,7 @@ func (s *Server) load(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("loading sessions: %w", err)
 		}
-		sess, err := restoreSession(info, recs, &s.cfg, s.metrics)
+		sess, err := restoreSession(info, recs, &s.cfg, s.metrics, s.overview.mark)
 		if err != nil {
 			return fmt.Errorf("loading sessions: %w", err)
 		}

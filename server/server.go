@@ -43,6 +43,9 @@ type Config struct {
 	Logger *slog.Logger
 	// MetricsToken, when set, is the bearer token /metrics requires.
 	MetricsToken string
+	// InstructorToken is the secret of the instructor console and API
+	// (server/auth.go). Empty refuses every instructor request.
+	InstructorToken string
 	// TrustedProxies are the networks of reverse proxies whose
 	// X-Forwarded-For is believed for the client address in logs; empty
 	// means the direct peer address is used and the header ignored.
@@ -57,9 +60,6 @@ type Config struct {
 	// MaxSessions caps the sessions held; a new one past it is refused
 	// with 503. Default 10000.
 	MaxSessions int
-	// InstructorToken is the bearer token of the instructor endpoints.
-	// Empty refuses every instructor request.
-	InstructorToken string
 	// Now is the clock that stamps events and measures idleness.
 	// Default time.Now.
 	Now func() time.Time
@@ -74,11 +74,16 @@ type Config struct {
 // conn). Lock order is Server.mu, then session.mu, then conn.mu; no I/O
 // happens under any of them.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	echo    *echo.Echo
-	page    []byte // lab.html
-	metrics *metrics
+	cfg  Config
+	log  *slog.Logger
+	echo *echo.Echo
+	page []byte // lab.html
+	// instructorHTML and loginHTML are the console and its login form.
+	instructorHTML, loginHTML []byte
+	metrics                   *metrics
+	auth                      *instructorAuth
+	// overview sends the class table to instructors; it has its own lock.
+	overview *overview
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -123,14 +128,26 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the student page: %w", err)
 	}
+	instructorHTML, err := fs.ReadFile(static.Files, "instructor.html")
+	if err != nil {
+		return nil, fmt.Errorf("reading the instructor page: %w", err)
+	}
+	loginHTML, err := fs.ReadFile(static.Files, "instructor-login.html")
+	if err != nil {
+		return nil, fmt.Errorf("reading the login page: %w", err)
+	}
 	s := &Server{
-		cfg:      cfg,
-		log:      cfg.Logger,
-		page:     page,
-		sessions: make(map[string]*session),
-		conns:    make(map[*conn]struct{}),
+		cfg:            cfg,
+		log:            cfg.Logger,
+		page:           page,
+		instructorHTML: instructorHTML,
+		loginHTML:      loginHTML,
+		auth:           newInstructorAuth(cfg.InstructorToken),
+		sessions:       make(map[string]*session),
+		conns:          make(map[*conn]struct{}),
 	}
 	s.metrics = newMetrics(s.sessionCount)
+	s.overview = newOverview(s.rows)
 	if err := s.load(context.Background()); err != nil {
 		return nil, err
 	}
@@ -163,6 +180,14 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", echo.WrapHandler(s.metrics.handler()), s.bearer(s.cfg.MetricsToken, "metrics"))
+	e.GET("/instructor/login", s.loginPage)
+	e.POST("/instructor/login", s.login)
+	e.POST("/instructor/logout", s.logout)
+	e.GET("/instructor", s.instructorPage, s.requireInstructor)
+	e.GET("/instructor/ws", s.instructorSocket, s.requireInstructor)
+	e.GET("/api/sessions", s.listSessions, s.requireInstructor)
+	e.GET("/api/sessions/:id", s.getSession, s.requireInstructor)
+	e.POST("/api/inject", s.inject, s.requireInstructor)
 	s.exportRoutes(e.Group("/api", s.requireInstructor))
 	return e
 }
@@ -240,10 +265,16 @@ func (s *Server) newSession(c echo.Context) error {
 // uuid.NewString prints it.
 func sessionID(c echo.Context) (string, error) {
 	id := c.Param("id")
-	if u, err := uuid.Parse(id); err != nil || u.String() != id {
+	if !canonicalID(id) {
 		return "", echo.NewHTTPError(http.StatusNotFound, "no lab session here: the address must end in a session UUID")
 	}
 	return id, nil
+}
+
+// canonicalID reports whether id is a UUID as uuid.NewString prints it.
+func canonicalID(id string) bool {
+	u, err := uuid.Parse(id)
+	return err == nil && u.String() == id
 }
 
 func (s *Server) studentPage(c echo.Context) error {
@@ -335,7 +366,7 @@ func (s *Server) lookup(id string) (*session, error) {
 	case len(s.sessions) >= s.cfg.MaxSessions:
 		return nil, errTooManySessions
 	}
-	sess = newSession(id, &s.cfg, s.metrics)
+	sess = newSession(id, &s.cfg, s.metrics, s.overview.mark)
 	s.sessions[id] = sess
 	return sess, nil
 }
@@ -359,11 +390,15 @@ func (s *Server) attach(c *conn, id string) (*session, error) {
 	return sess, nil
 }
 
+// detach unregisters c and, for a student tab, notes its session's activity.
 func (s *Server) detach(c *conn, sess *session) {
 	now := s.cfg.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.conns, c)
+	if sess == nil {
+		return
+	}
 	sess.mu.Lock()
 	sess.attached--
 	sess.lastActive = now
@@ -382,6 +417,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) CloseSockets(ctx context.Context, code websocket.StatusCode, reason string) error {
 	s.stopJanitor()
 	<-s.janitorDone
+	s.overview.stop()
 	s.mu.Lock()
 	s.closing = true
 	open := make([]*conn, 0, len(s.conns))

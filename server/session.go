@@ -16,24 +16,30 @@ const maxInbox = 64
 
 // session is one lab session, named by a UUID.
 //
-// Ownership: mu guards inbox, draining, conns, frame, attached and
-// lastActive. expiring is guarded by Server.mu. The lab is owned by
-// the goroutine that drains the inbox; at most one drains at a time (chosen
-// under mu, by the draining flag), so changes apply one at a time in arrival
-// order, and frames are handed to connections under mu in that same order.
-// No goroutine of its own: whoever submits into an idle session drains it.
+// Ownership: mu guards inbox, draining, conns, watchers, frame, row,
+// timeline, attached and lastActive; expiring is guarded by Server.mu. The
+// lab is owned by the goroutine that drains the inbox; at most one drains at
+// a time (chosen under mu, by the draining flag), so changes apply one at a
+// time in arrival order, and frames are handed to connections under mu in
+// that same order. No goroutine of its own: whoever submits into an idle
+// session drains it. changed is called after every change (and tab count
+// change) with no lock held; it tells the instructors' overview.
 type session struct {
 	id      string
 	limits  model.Limits
 	metrics *metrics
 	store   Store
 	now     func() time.Time
+	changed func()
 
 	mu       sync.Mutex
 	inbox    []pending
 	draining bool
-	conns    map[*conn]struct{}
-	frame    []byte // the encoded state as of the last change
+	conns    map[*conn]struct{} // the student tabs
+	watchers map[*conn]struct{} // instructor connections watching this session
+	frame    []byte             // the encoded state as of the last change
+	row      sessionRow         // the overview's row, as of the last change
+	timeline timeline
 
 	attached   int       // connections attached (registered with the Server)
 	lastActive time.Time // the last change or disconnect
@@ -49,16 +55,23 @@ type pending struct {
 	done chan<- error // optional; receives the result (buffered by the caller)
 }
 
-func newSession(id string, cfg *Config, m *metrics) *session {
-	s := &session{id: id, limits: cfg.Limits, metrics: m, store: cfg.Store, now: cfg.Now,
-		conns: make(map[*conn]struct{}), lab: model.NewLab(), lastActive: cfg.Now()}
-	s.frame = appendStateFrame(nil, id, s.lab.View())
+func newSession(id string, cfg *Config, m *metrics, changed func()) *session {
+	now := cfg.Now()
+	s := &session{
+		id: id, limits: cfg.Limits, metrics: m, store: cfg.Store, now: cfg.Now, changed: changed,
+		conns: make(map[*conn]struct{}), watchers: make(map[*conn]struct{}),
+		lab: model.NewLab(), lastActive: now,
+	}
+	v := s.lab.View()
+	s.frame = appendStateFrame(nil, id, v)
+	s.row = newRow(id, v, now)
 	return s
 }
 
-// restoreSession rebuilds a stored session by replaying its records.
-func restoreSession(info store.Session, recs []store.Record, cfg *Config, m *metrics) (*session, error) {
-	s := newSession(info.ID, cfg, m)
+// restoreSession rebuilds a stored session by replaying its records; the
+// timeline's recent entries come from the same records.
+func restoreSession(info store.Session, recs []store.Record, cfg *Config, m *metrics, changed func()) (*session, error) {
+	s := newSession(info.ID, cfg, m, changed)
 	s.lastActive = info.LastActive
 	for _, r := range recs {
 		if r.Seq != s.lab.Seq()+1 {
@@ -67,24 +80,53 @@ func restoreSession(info store.Session, recs []store.Record, cfg *Config, m *met
 		if _, err := s.lab.Apply(r.Event); err != nil {
 			return nil, fmt.Errorf("session %s: replaying seq %d: %w", info.ID, r.Seq, err)
 		}
+		s.timeline.add(newTimelineEntry(r.Event, s.lab, r.Notice, r.Time))
 	}
-	s.frame = appendStateFrame(nil, s.id, s.lab.View())
+	v := s.lab.View()
+	s.frame = appendStateFrame(nil, s.id, v)
+	s.row = newRow(s.id, v, s.lastActive)
 	return s, nil
 }
 
-// subscribe adds c and hands it the current state, under mu so that it sees
-// every later frame after this one.
+// subscribe adds a student tab and hands it the current state, under mu so
+// that it sees every later frame after this one.
 func (s *session) subscribe(c *conn) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.conns[c] = struct{}{}
 	c.sendState(s.frame)
+	s.touchTabs()
+	s.mu.Unlock()
+	s.changed()
 }
 
 func (s *session) unsubscribe(c *conn) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	delete(s.conns, c)
+	s.touchTabs()
+	s.mu.Unlock()
+	s.changed()
+}
+
+// touchTabs records the tab count as activity. Called with mu held.
+func (s *session) touchTabs() {
+	s.row.Tabs = len(s.conns)
+	s.row.LastActivity = s.now()
+}
+
+// watch adds an instructor connection: it gets the state exactly as the
+// students get it, then the whole timeline, then both after every change.
+func (s *session) watch(c *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.watchers[c] = struct{}{}
+	c.sendState(s.frame)
+	c.sendState(timelineFrame(s.id, true, s.timeline.entries()))
+}
+
+func (s *session) unwatch(c *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.watchers, c)
 }
 
 // submit queues a command and, if nobody is draining the session, drains it
@@ -154,17 +196,32 @@ func (s *session) apply(p pending) {
 		s.refuse(p, fmt.Errorf("applying a stored event: %w", err))
 		return
 	}
-	if ev.Kind == model.MessageDelivered {
+	delivered := ev.Kind == model.MessageDelivered || ev.Kind == model.MessageInjected && ev.Deliver
+	if delivered {
 		s.metrics.deliveries.WithLabelValues(notice).Inc()
 	}
-	frame := appendStateFrame(make([]byte, 0, len(s.frame)+256), s.id, s.lab.View())
+	if ev.Kind == model.MessageInjected {
+		s.metrics.injections.WithLabelValues(injectMode(ev.Deliver)).Inc()
+	}
+	v := s.lab.View()
+	frame := appendStateFrame(make([]byte, 0, len(s.frame)+256), s.id, v)
+	entry := newTimelineEntry(ev, s.lab, notice, now)
+	delta := timelineFrame(s.id, false, []timelineEntry{entry})
 	s.mu.Lock()
 	s.frame = frame
 	s.lastActive = now
+	s.row = newRow(s.id, v, now)
+	s.row.Tabs = len(s.conns)
+	s.timeline.add(entry)
 	for c := range s.conns {
 		c.sendState(frame)
 	}
+	for c := range s.watchers {
+		c.sendState(frame)
+		c.sendState(delta)
+	}
 	s.mu.Unlock()
+	s.changed()
 	if p.done != nil {
 		p.done <- nil
 	}
@@ -184,4 +241,27 @@ func (s *session) snapshot() []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.frame
+}
+
+// overviewRow returns the session's row of the class overview.
+func (s *session) overviewRow() sessionRow {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.row
+}
+
+// Timeline returns the session's recent changes, oldest first. It is the one
+// place the instructor's timeline is read from: today a bounded in-memory
+// ring, later the durable event log.
+func (s *session) Timeline() []timelineEntry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.timeline.entries()
+}
+
+func injectMode(deliver bool) string {
+	if deliver {
+		return "deliver"
+	}
+	return "hold"
 }

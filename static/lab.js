@@ -233,6 +233,7 @@ function render(state) {
   renderQueue(list(state.queue));
   renderReceipts(list(state.receipts));
   renderDraft(str(state.draft));
+  renderName(str(state.name));
 }
 
 function renderDraft(next) {
@@ -358,6 +359,20 @@ ui.queue.addEventListener("click", (event) => {
   if (!button || !ui.queue.contains(button)) return;
   const id = Number(button.dataset.messageId);
   send({ type: "deliver", message: id }, button.textContent);
+});
+
+// ---- display name -----------------------------------------------------------
+
+const nameInput = byId("name");
+
+// renderName shows the session's name unless the student is editing it.
+function renderName(name) {
+  if (document.activeElement !== nameInput && nameInput.value !== name) nameInput.value = name;
+}
+
+byId("name-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  send({ type: "rename", name: nameInput.value }, "Set name");
 });
 
 // Coming back online is a good moment to retry without waiting out the backoff.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -38,12 +39,12 @@ type config struct {
 	logFormat       string
 	logLevel        slog.Level
 	metricsToken    string
+	instructorToken string
 	trustedProxies  []*net.IPNet
 	showVersion     bool
 	data            string // SQLite file, or memoryData
 	sessionTTL      time.Duration
 	maxSessions     int
-	instructorToken string
 }
 
 // memoryData as -data keeps sessions in memory only: for demos and tests.
@@ -74,10 +75,10 @@ func settings(c *config) []setting {
 		{"data", "LAB_DATA", "SQLite file holding the sessions (created with its directory on first run); " + memoryData + " keeps them in memory only", stringValue{&c.data}},
 		{"session-ttl", "LAB_SESSION_TTL", "idle time (no change, no open page) after which a session is deleted", durationValue{&c.sessionTTL}},
 		{"max-sessions", "LAB_MAX_SESSIONS", "sessions held at most; a new one past it is refused", intValue{&c.maxSessions}},
-		{"instructor-token", "LAB_INSTRUCTOR_TOKEN", "bearer token for the instructor endpoints (export); empty disables them; prefer the variable", stringValue{&c.instructorToken}},
 		{"log-format", "LAB_LOG_FORMAT", "log format: text or json", choiceValue{&c.logFormat, []string{"text", "json"}}},
 		{"log-level", "LAB_LOG_LEVEL", "least log level: debug, info, warn or error", levelValue{&c.logLevel}},
 		{"metrics-token", "LAB_METRICS_TOKEN", "bearer token that /metrics requires (default: none)", stringValue{&c.metricsToken}},
+		{"instructor-token", "LAB_INSTRUCTOR_TOKEN", "secret of the instructor console and API (default: a random one, printed at start)", secretValue{&c.instructorToken}},
 		{"trusted-proxies", "LAB_TRUSTED_PROXIES", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed", cidrsValue{&c.trustedProxies}},
 	}
 }
@@ -115,6 +116,12 @@ func (v stringValue) String() string {
 	return *v.p
 }
 func (v stringValue) Set(s string) error { *v.p = s; return nil }
+
+// secretValue is a string flag whose value -help never prints.
+type secretValue struct{ p *string }
+
+func (v secretValue) String() string     { return "" }
+func (v secretValue) Set(s string) error { *v.p = s; return nil }
 
 type choiceValue struct {
 	p       *string
@@ -295,6 +302,10 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 			origins = append(origins, o)
 		}
 	}
+	token, generated := cfg.instructorToken, false
+	if token == "" {
+		token, generated = rand.Text(), true
+	}
 	scfg := server.Config{
 		Origins:         origins,
 		Limits:          cfg.limits,
@@ -303,7 +314,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 		TrustedProxies:  cfg.trustedProxies,
 		SessionTTL:      cfg.sessionTTL,
 		MaxSessions:     cfg.maxSessions,
-		InstructorToken: cfg.instructorToken,
+		InstructorToken: token,
 	}
 	if cfg.data == "" {
 		return errors.New("-data is empty: give a file, or " + memoryData)
@@ -340,6 +351,11 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	served := make(chan error, 1)
 	go func() { served <- httpServer.Serve(ln) }()
 	fmt.Fprintf(stdout, "Tool-call Outcomes Lab: students open %s\n", publicURL(ln.Addr()))
+	// Printed once, to stdout only (never to the log), like Jupyter's token.
+	fmt.Fprintf(stdout, "Instructor console: %sinstructor\n", publicURL(ln.Addr()))
+	if generated {
+		fmt.Fprintf(stdout, "Instructor token (generated; set -instructor-token or LAB_INSTRUCTOR_TOKEN to choose one): %s\n", token)
+	}
 	log.Info("lab listening", "addr", ln.Addr().String(), "version", version)
 
 	// SIGTERM is how containers are restarted: tell pages to reconnect (1012).

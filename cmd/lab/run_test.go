@@ -144,3 +144,67 @@ func TestRunServesAndShutsDown(t *testing.T) {
 		t.Fatal("run did not return after cancel")
 	}
 }
+
+// TestInstructorToken: without a configured token, run generates one and
+// prints it once on stdout with the console URL; it opens the API and never
+// reaches the log. A configured token is never printed.
+func TestInstructorToken(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		vars  map[string]string
+		token string // "" means: read the generated one from stdout
+	}{
+		{"generated", nil, ""},
+		{"configured", map[string]string{"LAB_INSTRUCTOR_TOKEN": "s3cret-token-value"}, "s3cret-token-value"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			var stdout, stderr syncBuffer
+			exited := make(chan int, 1)
+			go func() { exited <- run(ctx, []string{"lab", "-addr", "127.0.0.1:0"}, env(tc.vars), &stdout, &stderr) }()
+			defer func() {
+				cancel()
+				<-exited
+			}()
+			console := regexp.MustCompile(`Instructor console: (http://\S+)/instructor\n`)
+			var base string
+			for deadline := time.Now().Add(10 * time.Second); base == ""; {
+				if m := console.FindStringSubmatch(stdout.String()); m != nil {
+					base = m[1]
+				} else if time.Now().After(deadline) {
+					t.Fatalf("no console URL printed; stdout: %s", stdout.String())
+				} else {
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			token := tc.token
+			printed := regexp.MustCompile(`Instructor token \(generated[^)]*\): (\S+)\n`).FindAllStringSubmatch(stdout.String(), -1)
+			if tc.token == "" {
+				if len(printed) != 1 || len(printed[0][1]) < 20 {
+					t.Fatalf("generated token printed %d times: %q", len(printed), stdout.String())
+				}
+				token = printed[0][1]
+			} else if len(printed) != 0 || strings.Contains(stdout.String(), token) {
+				t.Fatalf("a configured token was printed: %q", stdout.String())
+			}
+			for _, bearer := range []string{token, token + "x"} {
+				req, _ := http.NewRequest(http.MethodGet, base+"/api/sessions", nil)
+				req.Header.Set("Authorization", "Bearer "+bearer)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if want := map[bool]int{true: 200, false: 401}[bearer == token]; resp.StatusCode != want {
+					t.Fatalf("GET /api/sessions with bearer %q = %d, want %d", bearer, resp.StatusCode, want)
+				}
+			}
+			cancel()
+			<-exited
+			exited <- 0
+			if strings.Contains(stderr.String(), token) {
+				t.Fatalf("the token reached the log: %s", stderr.String())
+			}
+		})
+	}
+}

@@ -38,12 +38,15 @@ func WriteJSONLines(w io.Writer, recs []Record) error {
 	for _, r := range recs {
 		l := jsonLine{
 			Session: r.Session, Seq: r.Seq, Time: r.Time.UTC().Format(TimeFormat),
-			Actor: r.Event.By.String(), Kind: Kind(r.Event.Kind), Message: r.Event.Message.ID,
+			Actor: r.Event.By.String(), Kind: Kind(r.Event), Message: r.Event.Message.ID,
 			Run: r.Run, Notice: r.Notice,
 		}
-		if r.Event.Kind == model.MessageQueued {
+		switch r.Event.Kind {
+		case model.MessageQueued, model.MessageInjected:
 			m := r.Event.Message
 			l.MessageKind, l.From, l.Label = m.Kind.String(), m.From.String(), m.Label()
+		case model.Renamed:
+			l.Label = r.Event.Name
 		}
 		if err := enc.Encode(l); err != nil {
 			return fmt.Errorf("writing session %s seq %d: %w", r.Session, r.Seq, err)
@@ -73,7 +76,7 @@ func (c *CSV) Write(s Session, recs []Record) error {
 			msg = strconv.Itoa(r.Event.Message.ID)
 		}
 		row := []string{s.ID, s.Name, strconv.FormatUint(r.Seq, 10), r.Time.UTC().Format(TimeFormat),
-			r.Event.By.String(), Kind(r.Event.Kind), msg, r.Run, r.Notice}
+			r.Event.By.String(), Kind(r.Event), msg, r.Run, r.Notice}
 		if err := c.w.Write(row); err != nil {
 			return fmt.Errorf("writing session %s seq %d: %w", s.ID, r.Seq, err)
 		}

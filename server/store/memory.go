@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/toolcall-lab/lab/model"
 )
 
 // Memory keeps sessions in process memory: for tests and demos, gone when
@@ -46,6 +48,9 @@ func (m *Memory) Append(_ context.Context, r Record) error {
 	}
 	s.records = append(s.records, r)
 	s.info.LastActive = r.Time
+	if r.Event.Kind == model.Renamed {
+		s.info.Name = r.Event.Name
+	}
 	return nil
 }
 

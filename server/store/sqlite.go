@@ -12,6 +12,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver; pure Go, no cgo
+
+	"github.com/toolcall-lab/lab/model"
 )
 
 // migrations[v] takes the schema from version v-1 to v. Never edit a
@@ -237,6 +239,7 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	upsertSession = `INSERT INTO sessions (id, created, last_active) VALUES (?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET last_active = excluded.last_active`
+	renameSession = `UPDATE sessions SET name = ? WHERE id = ?`
 )
 
 // Append stores r and returns once it is committed.
@@ -248,6 +251,11 @@ func (s *SQLite) Append(ctx context.Context, r Record) error {
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.Exec(upsertSession, w.session, w.timeMs, w.timeMs); err != nil {
 			return err
+		}
+		if r.Event.Kind == model.Renamed {
+			if _, err := tx.Exec(renameSession, r.Event.Name, w.session); err != nil {
+				return err
+			}
 		}
 		_, err := tx.Exec(insertEvent, w.session, w.seq, w.timeMs, w.actor, w.kind, w.message,
 			w.msgKind, w.msgFrom, w.raw, w.keyRun, w.keyCall, w.run, w.notice)

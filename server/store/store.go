@@ -37,16 +37,23 @@ type Session struct {
 var ErrClosed = errors.New("the store is closed")
 
 // Kind is the text the log and the exports use for an event's kind.
-func Kind(k model.EventKind) string {
-	switch k {
+func Kind(e model.Event) string {
+	switch e.Kind {
 	case model.RunStarted:
 		return "started"
 	case model.MessageQueued:
 		return "queued"
 	case model.MessageDelivered:
 		return "delivered"
+	case model.Renamed:
+		return "renamed"
+	case model.MessageInjected:
+		if e.Deliver {
+			return "injected-delivered"
+		}
+		return "injected"
 	}
-	return fmt.Sprintf("unknown(%d)", k)
+	return fmt.Sprintf("unknown(%d)", e.Kind)
 }
 
 // row is a record flattened into the columns of the events table. Adding an
@@ -66,13 +73,15 @@ type row struct {
 func encode(r Record) (row, error) {
 	w := row{
 		session: r.Session, seq: int64(r.Seq), timeMs: r.Time.UnixMilli(),
-		actor: r.Event.By.String(), kind: Kind(r.Event.Kind),
+		actor: r.Event.By.String(), kind: Kind(r.Event),
 		message: int64(r.Event.Message.ID), run: r.Run, notice: r.Notice,
 		raw: []byte{}, // a NOT NULL column: nil would bind as NULL
 	}
 	switch r.Event.Kind {
 	case model.RunStarted, model.MessageDelivered:
-	case model.MessageQueued:
+	case model.Renamed:
+		w.raw = append(w.raw, r.Event.Name...)
+	case model.MessageQueued, model.MessageInjected:
 		m := r.Event.Message
 		w.msgKind, w.msgFrom = m.Kind.String(), m.From.String()
 		switch m.Kind {
@@ -103,8 +112,13 @@ func decode(w row) (Record, error) {
 		r.Event.Kind = model.RunStarted
 	case "delivered":
 		r.Event.Kind = model.MessageDelivered
-	case "queued":
+	case "renamed":
+		r.Event.Kind, r.Event.Name = model.Renamed, string(w.raw)
+	case "queued", "injected", "injected-delivered":
 		r.Event.Kind = model.MessageQueued
+		if w.kind != "queued" {
+			r.Event.Kind, r.Event.Deliver = model.MessageInjected, w.kind == "injected-delivered"
+		}
 		m := &r.Event.Message
 		if m.From, err = actor(w.msgFrom); err != nil {
 			return Record{}, err

@@ -27,6 +27,9 @@ func sample(session string) []Record {
 		{Kind: model.MessageDelivered, By: model.Student, Message: model.Message{ID: 2}},
 		{Kind: model.RunStarted, By: model.Instructor},
 		{Kind: model.MessageQueued, By: model.Student, Message: model.Message{ID: 3, Kind: model.ReplyMessage, From: model.Student, Raw: ""}},
+		{Kind: model.Renamed, By: model.Student, Name: "Ada \u2713"},
+		{Kind: model.MessageInjected, By: model.Instructor, Message: model.Message{ID: 4, Kind: model.ReplyMessage, From: model.Instructor, Raw: "{"}},
+		{Kind: model.MessageInjected, By: model.Instructor, Deliver: true, Message: model.Message{ID: 5, Kind: model.DeadlineMessage, From: model.Instructor, Key: model.Key{RunID: "run-0", CallID: "lookup"}}},
 	}
 	out := make([]Record, len(evs))
 	for i, e := range evs {
@@ -77,7 +80,7 @@ func TestStores(t *testing.T) {
 				t.Fatalf("Events(a) = %v\n%+v\nwant %+v", err, got, a)
 			}
 			sessions, err := s.Sessions(ctx)
-			want := []Session{{ID: "a", Created: t0, LastActive: a[4].Time}, {ID: "b", Created: t0, LastActive: b[1].Time}}
+			want := []Session{{ID: "a", Name: "Ada \u2713", Created: t0, LastActive: a[len(a)-1].Time}, {ID: "b", Created: t0, LastActive: b[1].Time}}
 			if err != nil || !reflect.DeepEqual(sessions, want) {
 				t.Fatalf("Sessions = %v %+v, want %+v", err, sessions, want)
 			}

@@ -1,0 +1,262 @@
+package model
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// histories are known sessions the preset tests start from.
+var histories = map[string][]Command{
+	"fresh": nil,
+	"completed at run-2": {
+		{Kind: StartRun},
+		{Kind: QueueReply, Raw: reply("run-2", "completed", "output", "New answer")},
+		{Kind: Deliver, Message: 1},
+	},
+	"rejected at run-3": {
+		{Kind: StartRun},
+		{Kind: StartRun},
+		{Kind: QueueReply, Raw: reply("run-3", "rejected", "reason", "No")},
+		{Kind: Deliver, Message: 1},
+	},
+	"unresolved at run-2": {
+		{Kind: StartRun},
+		{Kind: QueueDeadline},
+		{Kind: Deliver, Message: 1},
+	},
+	// A final outcome, then a new run: nothing to duplicate in run-2.
+	"pending after a final": {
+		{Kind: QueueReply, Raw: Draft(Key{"run-1", "lookup"})},
+		{Kind: Deliver, Message: 1},
+		{Kind: StartRun},
+	},
+}
+
+func labWith(t *testing.T, history string) *Lab {
+	t.Helper()
+	cmds, ok := histories[history]
+	if !ok {
+		t.Fatalf("no history %q", history)
+	}
+	l := NewLab()
+	for _, c := range cmds {
+		do(t, l, c)
+	}
+	return l
+}
+
+func TestPresets(t *testing.T) {
+	deadline := func(run string) Injection { return Injection{Kind: DeadlineMessage, Key: Key{run, "lookup"}} }
+	raw := func(s string) Injection { return Injection{Kind: ReplyMessage, Raw: s} }
+	tests := []struct {
+		history string
+		preset  Preset
+		want    Injection
+		err     string // when the preset does not apply
+		notice  string // what delivering it now says
+	}{
+		{"fresh", StaleReply, raw(reply("run-0", "completed", "output", "Stale answer for run-0")), "", NoticeReplyOtherCall},
+		{"completed at run-2", StaleReply, raw(reply("run-1", "completed", "output", "Stale answer for run-1")), "", NoticeReplyOtherCall},
+		{"rejected at run-3", StaleReply, raw(reply("run-2", "completed", "output", "Stale answer for run-2")), "", NoticeReplyOtherCall},
+
+		{"fresh", DuplicateFinal, Injection{}, "preset not applicable: no final reply to duplicate yet", ""},
+		{"unresolved at run-2", DuplicateFinal, Injection{}, "preset not applicable: no final reply to duplicate yet", ""},
+		{"pending after a final", DuplicateFinal, Injection{}, "preset not applicable: no final reply to duplicate yet", ""},
+		{"completed at run-2", DuplicateFinal, raw(reply("run-2", "completed", "output", "New answer")), "", NoticeReplyAlreadyFinal},
+		{"rejected at run-3", DuplicateFinal, raw(reply("run-3", "rejected", "reason", "No")), "", NoticeReplyAlreadyFinal},
+
+		{"fresh", ContradictoryFinal, Injection{}, "preset not applicable: no final reply to contradict yet", ""},
+		{"unresolved at run-2", ContradictoryFinal, Injection{}, "preset not applicable: no final reply to contradict yet", ""},
+		{"completed at run-2", ContradictoryFinal, raw(reply("run-2", "rejected", "reason", "Contradictory rejection for run-2")), "", NoticeReplyAlreadyFinal},
+		{"rejected at run-3", ContradictoryFinal, raw(reply("run-3", "completed", "output", "Contradictory completion for run-3")), "", NoticeReplyAlreadyFinal},
+
+		{"fresh", WrongCallID, raw(`{"runId":"run-1","callId":"search","kind":"completed","output":"Answer for run-1"}`), "", NoticeReplyOtherCall},
+		{"completed at run-2", WrongCallID, raw(`{"runId":"run-2","callId":"search","kind":"completed","output":"Answer for run-2"}`), "", NoticeReplyOtherCall},
+
+		{"fresh", MalformedJSON, raw(`{"runId":"run-1","callId":"lookup","kind":"completed","output":"Answer for run-1"`), "", NoticeInvalidJSON},
+		{"unresolved at run-2", MalformedJSON, raw(`{"runId":"run-2","callId":"lookup","kind":"completed","output":"Answer for run-2"`), "", NoticeInvalidJSON},
+
+		{"fresh", WrongShape, raw(`{"runId":"run-1","callId":"lookup","kind":"completed","output":42}`), "", NoticeInvalidReply},
+		{"rejected at run-3", WrongShape, raw(`{"runId":"run-3","callId":"lookup","kind":"completed","output":42}`), "", NoticeInvalidReply},
+
+		{"fresh", MarkupOutput, raw(`{"runId":"run-1","callId":"lookup","kind":"completed","output":"<img src=\"x\" onerror=\"alert(1)\"><b>Answer</b>"}`), "", NoticeAcceptedComplete},
+		{"completed at run-2", MarkupOutput, raw(`{"runId":"run-2","callId":"lookup","kind":"completed","output":"<img src=\"x\" onerror=\"alert(1)\"><b>Answer</b>"}`), "", NoticeReplyAlreadyFinal},
+
+		{"fresh", EmptyOutput, raw(reply("run-1", "completed", "output", "")), "", NoticeAcceptedComplete},
+		{"unresolved at run-2", EmptyOutput, raw(reply("run-2", "completed", "output", "")), "", NoticeAcceptedComplete},
+
+		{"fresh", CurrentDeadline, deadline("run-1"), "", NoticeUnresolved},
+		{"unresolved at run-2", CurrentDeadline, deadline("run-2"), "", NoticeStillUnresolved},
+		{"completed at run-2", CurrentDeadline, deadline("run-2"), "", NoticeDeadlineFinal},
+
+		{"fresh", StaleDeadline, deadline("run-0"), "", NoticeDeadlineOtherCall},
+		{"rejected at run-3", StaleDeadline, deadline("run-2"), "", NoticeDeadlineOtherCall},
+	}
+	covered := map[Preset]bool{}
+	for _, tt := range tests {
+		covered[tt.preset] = true
+		t.Run(tt.history+"/"+tt.preset.String(), func(t *testing.T) {
+			l := labWith(t, tt.history)
+			got, err := l.Preset(tt.preset)
+			if tt.err != "" {
+				if err == nil || err.Error() != tt.err || !errors.Is(err, ErrPresetNotApplicable) {
+					t.Fatalf("Preset = %+v, %v; want error %q", got, err, tt.err)
+				}
+				before := l.View()
+				if _, err := l.Decide(Command{Kind: Inject, By: Instructor, Inject: Injection{Preset: tt.preset}}, Limits{}); err == nil || err.Error() != tt.err {
+					t.Fatalf("Decide: %v, want %q", err, tt.err)
+				}
+				if !reflect.DeepEqual(l.View(), before) {
+					t.Fatal("a refused preset changed the session")
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("Preset = %+v, %v\nwant %+v", got, err, tt.want)
+			}
+			// Delivered now, the preset does what it is meant to exercise.
+			do(t, l, Command{Kind: Inject, By: Instructor, Inject: Injection{Preset: tt.preset, Deliver: true}})
+			v := l.View()
+			last := v.Receipts[len(v.Receipts)-1]
+			if v.Notice != tt.notice || last != (Receipt{Message: len(v.Queue), Notice: tt.notice, By: Instructor}) {
+				t.Fatalf("delivered: notice %q, receipt %+v; want %q by the instructor", v.Notice, last, tt.notice)
+			}
+			if m := v.Queue[len(v.Queue)-1]; m.From != "instructor" {
+				t.Fatalf("injected message from %q", m.From)
+			}
+		})
+	}
+	for _, p := range Presets() {
+		if !covered[p] {
+			t.Errorf("preset %s has no test", p)
+		}
+	}
+}
+
+func TestParsePreset(t *testing.T) {
+	for _, p := range Presets() {
+		if got, ok := ParsePreset(p.String()); !ok || got != p {
+			t.Errorf("ParsePreset(%q) = %v, %v", p, got, ok)
+		}
+	}
+	for _, bad := range []string{"", "StaleReply", "stale", "preset(3)"} {
+		if _, ok := ParsePreset(bad); ok {
+			t.Errorf("ParsePreset(%q) accepted", bad)
+		}
+	}
+	if len(Presets()) != 10 {
+		t.Fatalf("%d presets, want the issue's 10", len(Presets()))
+	}
+}
+
+func TestInjectHoldAndDeliver(t *testing.T) {
+	l := labWith(t, "completed at run-2")
+	do(t, l, Command{Kind: Inject, By: Instructor, Inject: Injection{Kind: DeadlineMessage, Key: Key{"run-9", "x"}}})
+	v := l.View()
+	if got := v.Queue[1]; got != (MessageView{ID: 2, Kind: "deadline", From: "instructor", Label: "Deadline for run-9/x"}) {
+		t.Fatalf("held = %+v", got)
+	}
+	if len(v.Receipts) != 1 || v.Notice != NoticeAcceptedComplete {
+		t.Fatalf("holding delivered something: %+v", v)
+	}
+	// The student delivers it later; the receipt is the student's.
+	do(t, l, Command{Kind: Deliver, Message: 2})
+	if r := l.View().Receipts[1]; r != (Receipt{Message: 2, Notice: NoticeDeadlineOtherCall, By: Student}) {
+		t.Fatalf("receipt %+v", r)
+	}
+	// A free-form reply delivered now.
+	do(t, l, Command{Kind: Inject, By: Instructor, Inject: Injection{Kind: ReplyMessage, Raw: "nope", Deliver: true}})
+	if r := l.View().Receipts[2]; r != (Receipt{Message: 3, Notice: NoticeInvalidJSON, By: Instructor}) {
+		t.Fatalf("receipt %+v", r)
+	}
+}
+
+// TestInjectIsAtomic: an injection that would pass any cap is refused whole.
+func TestInjectIsAtomic(t *testing.T) {
+	lim := Limits{MaxReplyBytes: 100, MaxHeld: 2, MaxHeldBytes: 150, MaxReceipts: 1}
+	tests := []struct {
+		name  string
+		setup []Command
+		in    Injection
+		want  string
+	}{
+		{"receipts full, deliver now", []Command{{Kind: QueueDeadline}, {Kind: Deliver, Message: 1}}, Injection{Preset: CurrentDeadline, Deliver: true}, "receipts limit reached (at most 1)"},
+		{"queue full", []Command{{Kind: QueueDeadline}, {Kind: QueueDeadline}}, Injection{Preset: StaleReply}, "held messages limit reached (at most 2)"},
+		{"reply too large", nil, Injection{Kind: ReplyMessage, Raw: strings.Repeat("x", 101)}, "reply size in bytes limit reached (at most 100)"},
+		{"held text full", []Command{{Kind: QueueReply, Raw: strings.Repeat("x", 100)}}, Injection{Kind: ReplyMessage, Raw: strings.Repeat("y", 51), Deliver: true}, "held text in bytes limit reached (at most 150)"},
+		{"not applicable", nil, Injection{Preset: DuplicateFinal, Deliver: true}, "preset not applicable: no final reply to duplicate yet"},
+		{"unknown preset", nil, Injection{Preset: Preset(200)}, "unknown preset 200"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := NewLab()
+			for _, c := range tt.setup {
+				ev, err := l.Decide(c, lim)
+				if err != nil {
+					t.Fatal(err)
+				}
+				l.Apply(ev)
+			}
+			before := l.View()
+			_, err := l.Decide(Command{Kind: Inject, By: Instructor, Inject: tt.in}, lim)
+			if err == nil || err.Error() != tt.want {
+				t.Fatalf("Decide = %v, want %q", err, tt.want)
+			}
+			if !reflect.DeepEqual(l.View(), before) {
+				t.Fatal("a refused injection changed the session")
+			}
+		})
+	}
+	// Holding is still possible when only receipts are full.
+	l := NewLab()
+	do(t, l, Command{Kind: QueueDeadline})
+	ev, _ := l.Decide(Command{Kind: Deliver, Message: 1}, lim)
+	l.Apply(ev)
+	if _, err := l.Decide(Command{Kind: Inject, By: Instructor, Inject: Injection{Preset: CurrentDeadline}}, lim); err != nil {
+		t.Fatalf("hold with receipts full: %v", err)
+	}
+}
+
+func TestNormalizeName(t *testing.T) {
+	tests := []struct{ in, want, err string }{
+		{"Ada", "Ada", ""},
+		{"  Ada Lovelace \t", "Ada Lovelace", ""},
+		{"", "", ""},
+		{"   ", "", ""},
+		{strings.Repeat("é", 40), strings.Repeat("é", 40), ""},
+		{" " + strings.Repeat("x", 40) + " ", strings.Repeat("x", 40), ""},
+		{strings.Repeat("x", 41), "", "name length in characters limit reached (at most 40)"},
+		{"a\nb", "", "name must not contain control characters"},
+		{"a\x00b", "", "name must not contain control characters"},
+		{"<b>x</b>", "<b>x</b>", ""},
+	}
+	for _, tt := range tests {
+		got, err := NormalizeName(tt.in)
+		if tt.err != "" {
+			if err == nil || err.Error() != tt.err {
+				t.Errorf("NormalizeName(%q) = %q, %v; want error %q", tt.in, got, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("NormalizeName(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+func TestRename(t *testing.T) {
+	l := NewLab()
+	do(t, l, Command{Kind: Rename, Name: "  Ada "})
+	if v := l.View(); v.Name != "Ada" || v.Notice != NoticeReady || v.Seq != 1 {
+		t.Fatalf("after rename: name %q, notice %q, seq %d", v.Name, v.Notice, v.Seq)
+	}
+	before := l.View()
+	if _, err := l.Decide(Command{Kind: Rename, Name: strings.Repeat("x", 41)}, Limits{}); err == nil {
+		t.Fatal("a 41-character name was accepted")
+	}
+	if !reflect.DeepEqual(l.View(), before) {
+		t.Fatal("a refused rename changed the session")
+	}
+}

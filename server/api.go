@@ -1,0 +1,243 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolcall-lab/lab/model"
+)
+
+// The instructor's HTTP JSON API (docs/instructor.md). Every route is behind
+// requireInstructor. Handlers are thin: decode, ask the sessions, encode.
+
+// apiErrorBody is every API error: {"error": "…"}.
+type apiErrorBody struct {
+	Error string `json:"error"`
+}
+
+// requestError refuses an API request as a whole, before any session is
+// touched; its text goes to the client as is.
+type requestError struct {
+	status int
+	msg    string
+}
+
+func (e *requestError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) error {
+	return &requestError{status: http.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
+}
+
+// instructorPage serves the console.
+func (s *Server) instructorPage(c echo.Context) error {
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.HTMLBlob(http.StatusOK, s.instructorHTML)
+}
+
+// listSessions answers GET /api/sessions.
+func (s *Server) listSessions(c echo.Context) error {
+	return c.JSON(http.StatusOK, struct {
+		Sessions []sessionRow `json:"sessions"`
+	}{s.rows()})
+}
+
+// getSession answers GET /api/sessions/:id: the row, the state exactly as
+// the student's page receives it, and the timeline.
+func (s *Server) getSession(c echo.Context) error {
+	id := c.Param("id")
+	sess, ok := s.existing(id)
+	if !ok || !canonicalID(id) {
+		return c.JSON(http.StatusNotFound, apiErrorBody{fmt.Sprintf("%v %s", errUnknownSession, id)})
+	}
+	return c.JSON(http.StatusOK, struct {
+		Session  sessionRow      `json:"session"`
+		State    json.RawMessage `json:"state"`
+		Timeline []timelineEntry `json:"timeline"`
+	}{sess.overviewRow(), sess.snapshot(), sess.Timeline()})
+}
+
+// injectRequest is a decoded POST /api/inject body.
+type injectRequest struct {
+	sessions []string // distinct, in the order given; empty with all
+	all      bool
+	inject   model.Injection
+}
+
+// injectResult is what one session made of an injection.
+type injectResult struct {
+	Session string `json:"session"`
+	Applied bool   `json:"applied"`
+	Reason  string `json:"reason,omitempty"` // a stable word: limit, not_applicable, unknown_session, busy, …
+	Error   string `json:"error,omitempty"`  // the sentence for people
+}
+
+// inject answers POST /api/inject: one injection into each target session,
+// each applied whole or not at all, with a result per session.
+func (s *Server) inject(c echo.Context) error {
+	r := c.Request()
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		// Also what keeps other sites' forms out: they cannot send this type.
+		return c.JSON(http.StatusUnsupportedMediaType, apiErrorBody{"the body must be JSON, sent with Content-Type: application/json"})
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, s.cfg.MaxFrameBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return c.JSON(http.StatusRequestEntityTooLarge, apiErrorBody{fmt.Sprintf("request body size in bytes limit reached (at most %d)", s.cfg.MaxFrameBytes)})
+		}
+		return c.JSON(http.StatusBadRequest, apiErrorBody{"reading the request body failed"})
+	}
+	req, err := decodeInjectRequest(body, s.cfg.Limits)
+	if err != nil {
+		var re *requestError
+		if errors.As(err, &re) {
+			return c.JSON(re.status, apiErrorBody{re.msg})
+		}
+		return err
+	}
+	results := s.injectInto(req)
+	applied := 0
+	for _, res := range results {
+		if res.Applied {
+			applied++
+		}
+	}
+	out := struct {
+		Applied int            `json:"applied"`
+		Results []injectResult `json:"results"`
+		Error   string         `json:"error,omitempty"`
+	}{applied, results, ""}
+	if !req.all && len(results) == 1 && results[0].Reason == "unknown_session" {
+		out.Error = results[0].Error
+		return c.JSON(http.StatusNotFound, out)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// injectInto submits the injection to every target and waits for each result.
+func (s *Server) injectInto(req injectRequest) []injectResult {
+	ids := req.sessions
+	if req.all {
+		ids = ids[:0]
+		for _, sess := range s.allSessions() {
+			ids = append(ids, sess.id)
+		}
+	}
+	results := make([]injectResult, len(ids))
+	waits := make([]chan error, len(ids))
+	for i, id := range ids {
+		results[i].Session = id
+		sess, ok := s.existing(id)
+		if !ok {
+			r := classify(s.log, fmt.Errorf("%w %s", errUnknownSession, id))
+			results[i].Reason, results[i].Error = r.reason, r.text
+			continue
+		}
+		waits[i] = make(chan error, 1)
+		sess.submit(pending{cmd: model.Command{Kind: model.Inject, By: model.Instructor, Inject: req.inject}, done: waits[i]})
+	}
+	for i, done := range waits {
+		if done == nil {
+			continue
+		}
+		if err := <-done; err != nil {
+			r := classify(s.log, err)
+			results[i].Reason, results[i].Error = r.reason, r.text
+			continue
+		}
+		results[i].Applied = true
+	}
+	return results
+}
+
+// decodeInjectRequest is the one place POST /api/inject bodies are decoded.
+//
+//	{"sessions": ["<id>", …] | "all": true,
+//	 "mode": "hold" | "deliver"  (default hold),
+//	 and exactly one of
+//	 "preset": "<name>" | "raw": "<reply text>" | "deadline": {"runId": "…", "callId": "…"}}
+func decodeInjectRequest(body []byte, lim model.Limits) (injectRequest, error) {
+	var in struct {
+		Sessions []string `json:"sessions"`
+		All      bool     `json:"all"`
+		Mode     *string  `json:"mode"`
+		Preset   *string  `json:"preset"`
+		Raw      *string  `json:"raw"`
+		Deadline *struct {
+			RunID  *string `json:"runId"`
+			CallID *string `json:"callId"`
+		} `json:"deadline"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return injectRequest{}, badRequest("the body is not a valid injection request: %v", err)
+	}
+	if dec.More() {
+		return injectRequest{}, badRequest("the body must hold one JSON object")
+	}
+	var req injectRequest
+	switch {
+	case in.All && len(in.Sessions) > 0:
+		return req, badRequest(`give either "sessions" or "all", not both`)
+	case !in.All && len(in.Sessions) == 0:
+		return req, badRequest(`name the target sessions in "sessions", or set "all": true`)
+	}
+	req.all = in.All
+	seen := make(map[string]bool, len(in.Sessions))
+	for _, id := range in.Sessions {
+		if !seen[id] {
+			seen[id] = true
+			req.sessions = append(req.sessions, id)
+		}
+	}
+	if in.Mode != nil {
+		switch *in.Mode {
+		case "hold":
+		case "deliver":
+			req.inject.Deliver = true
+		default:
+			return req, badRequest(`"mode" must be "hold" or "deliver", not %q`, *in.Mode)
+		}
+	}
+	given := 0
+	for _, set := range []bool{in.Preset != nil, in.Raw != nil, in.Deadline != nil} {
+		if set {
+			given++
+		}
+	}
+	if given != 1 {
+		return req, badRequest(`give exactly one of "preset", "raw" or "deadline"`)
+	}
+	switch {
+	case in.Preset != nil:
+		p, ok := model.ParsePreset(*in.Preset)
+		if !ok {
+			names := make([]string, 0, 10)
+			for _, p := range model.Presets() {
+				names = append(names, p.String())
+			}
+			return req, badRequest("unknown preset %q: want one of %s", *in.Preset, strings.Join(names, ", "))
+		}
+		req.inject.Preset = p
+	case in.Raw != nil:
+		if len(*in.Raw) > lim.MaxReplyBytes {
+			return req, &requestError{http.StatusRequestEntityTooLarge, fmt.Sprintf("raw reply size in bytes limit reached (at most %d)", lim.MaxReplyBytes)}
+		}
+		req.inject.Kind, req.inject.Raw = model.ReplyMessage, *in.Raw
+	default:
+		d := in.Deadline
+		if d.RunID == nil || d.CallID == nil {
+			return req, badRequest(`"deadline" needs string fields "runId" and "callId"`)
+		}
+		req.inject.Kind, req.inject.Key = model.DeadlineMessage, model.Key{RunID: *d.RunID, CallID: *d.CallID}
+	}
+	return req, nil
+}
