@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -135,6 +137,12 @@ func (s *Server) loginPage(c echo.Context) error {
 // goes back to the form, which then says so.
 func (s *Server) login(c echo.Context) error {
 	c.Response().Header().Set("Cache-Control", "no-store")
+	// One limiter for the whole server: guessing the token is slow, and a
+	// teacher who mistypes it a few times is not locked out for long.
+	if !s.loginLimiter.Allow() {
+		c.Response().Header().Set("Retry-After", "1")
+		return c.String(http.StatusTooManyRequests, "too many login attempts: wait a moment and try again\n")
+	}
 	if !s.auth.tokenOK(c.FormValue("token")) {
 		return c.Redirect(http.StatusSeeOther, "/instructor/login?failed=1")
 	}
@@ -144,7 +152,7 @@ func (s *Server) login(c echo.Context) error {
 		Path:     "/",
 		MaxAge:   int(loginTTL / time.Second),
 		HttpOnly: true,
-		Secure:   c.Request().TLS != nil,
+		Secure:   s.overTLS(c.Request()),
 		SameSite: http.SameSiteStrictMode,
 	})
 	return c.Redirect(http.StatusSeeOther, "/instructor")
@@ -161,4 +169,21 @@ func (s *Server) logout(c echo.Context) error {
 	})
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.Redirect(http.StatusSeeOther, "/instructor/login")
+}
+
+// overTLS reports whether the browser reached the lab over HTTPS: directly,
+// or through a trusted proxy that says so in X-Forwarded-Proto.
+func (s *Server) overTLS(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	if r.Header.Get("X-Forwarded-Proto") != "https" {
+		return false
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && slices.ContainsFunc(s.cfg.TrustedProxies, func(n *net.IPNet) bool { return n.Contains(ip) })
 }

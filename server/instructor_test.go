@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -722,4 +723,63 @@ func TestOverviewLag200(t *testing.T) {
 	}
 	report("changes 300 ms apart", measure(0, 300*time.Millisecond))
 	report("changes back to back", measure(1, 0))
+}
+
+// TestLoginLimitAndSecureCookie: guessing the token is throttled (429), and
+// the cookie is Secure when a trusted proxy says the browser used HTTPS.
+func TestLoginLimitAndSecureCookie(t *testing.T) {
+	_, loopback, _ := net.ParseCIDR("127.0.0.0/8")
+	_, ts := runLab(t, server.Config{InstructorToken: testToken, TrustedProxies: []*net.IPNet{loopback}})
+	post := func(token, proto string) *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/instructor/login", strings.NewReader(url.Values{"token": {token}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if proto != "" {
+			req.Header.Set("X-Forwarded-Proto", proto)
+		}
+		resp, err := noRedirects.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	secure := func(resp *http.Response) bool {
+		for _, c := range resp.Cookies() {
+			if c.Name == "lab_instructor" {
+				return c.Secure
+			}
+		}
+		t.Fatalf("no login cookie: %d", resp.StatusCode)
+		return false
+	}
+	if secure(post(testToken, "")) {
+		t.Error("the cookie is Secure over plain HTTP")
+	}
+	if !secure(post(testToken, "https")) {
+		t.Error("the cookie is not Secure behind a trusted HTTPS proxy")
+	}
+	var throttled *http.Response
+	for range 20 {
+		if resp := post("wrong", ""); resp.StatusCode == http.StatusTooManyRequests {
+			throttled = resp
+			break
+		}
+	}
+	if throttled == nil || throttled.Header.Get("Retry-After") == "" {
+		t.Fatal("20 wrong tokens in a row were never throttled")
+	}
+
+	// Without trust, the header is ignored.
+	_, plain := runLab(t, server.Config{InstructorToken: testToken})
+	req, _ := http.NewRequest(http.MethodPost, plain.URL+"/instructor/login", strings.NewReader("token="+testToken))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Forwarded-Proto", "https")
+	resp, err := noRedirects.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if secure(resp) {
+		t.Error("an untrusted X-Forwarded-Proto made the cookie Secure")
+	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"golang.org/x/time/rate"
 
 	"github.com/toolcall-lab/lab/model"
 	"github.com/toolcall-lab/lab/server/store"
@@ -82,6 +83,7 @@ type Server struct {
 	instructorHTML, loginHTML []byte
 	metrics                   *metrics
 	auth                      *instructorAuth
+	loginLimiter              *rate.Limiter // safe for concurrent use
 	// overview sends the class table to instructors; it has its own lock.
 	overview *overview
 
@@ -143,6 +145,7 @@ func New(cfg Config) (*Server, error) {
 		instructorHTML: instructorHTML,
 		loginHTML:      loginHTML,
 		auth:           newInstructorAuth(cfg.InstructorToken),
+		loginLimiter:   rate.NewLimiter(rate.Every(time.Second), 5),
 		sessions:       make(map[string]*session),
 		conns:          make(map[*conn]struct{}),
 	}
