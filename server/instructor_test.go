@@ -220,15 +220,17 @@ func TestNoInstructorToken(t *testing.T) {
 	if c := loginCookie(t, ts, ""); c != nil {
 		t.Fatal("an empty token logged in")
 	}
-	req, _ := http.NewRequest("GET", ts.URL+"/api/sessions", nil)
-	req.Header.Set("Authorization", "Bearer ")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusUnauthorized {
-		t.Fatalf("empty bearer on a server without a token = %d", resp.StatusCode)
+	for _, path := range []string{"/api/sessions", "/api/export.csv", "/api/sessions/" + newID() + "/export"} {
+		req, _ := http.NewRequest("GET", ts.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer ")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s with an empty bearer on a server without a token = %d", path, resp.StatusCode)
+		}
 	}
 }
 
