@@ -37,7 +37,7 @@ type Preset uint8
 
 const (
 	NoPreset           Preset = iota // a free-form message
-	StaleReply                       // a completion for the previous run (run-0 at run-1)
+	StaleReply                       // a completion for an older run: the newest held one, else one for the previous run (run-0 at run-1)
 	DuplicateFinal                   // the exact text of the reply that recorded the current final outcome
 	ContradictoryFinal               // the opposite final kind for the current run
 	WrongCallID                      // a completion for the current run with another callId
@@ -109,6 +109,9 @@ func (l *Lab) Preset(p Preset) (Injection, error) {
 	}
 	switch p {
 	case StaleReply:
+		if raw, ok := l.heldStaleCompletion(); ok {
+			return Injection{Kind: ReplyMessage, Raw: raw}, nil
+		}
 		return reply(older, "completed", "output", "Stale answer for "+older.RunID), nil
 	case DuplicateFinal:
 		if l.accepted == 0 {
@@ -141,6 +144,22 @@ func (l *Lab) Preset(p Preset) (Injection, error) {
 		return Injection{Kind: DeadlineMessage, Key: older}, nil
 	}
 	return Injection{}, fmt.Errorf("unknown preset %d", p)
+}
+
+// heldStaleCompletion finds the newest held completion for an older run of
+// this call, so that a stale reply replays the session's own history.
+func (l *Lab) heldStaleCompletion() (string, bool) {
+	for i := len(l.queue) - 1; i >= 0; i-- {
+		m := l.queue[i]
+		if m.Kind != ReplyMessage {
+			continue
+		}
+		r, err := ParseReply(m.Raw)
+		if err == nil && r.Outcome == Completion && r.Key.CallID == CallID && r.Key.RunID != l.call.Key.RunID {
+			return m.Raw, true
+		}
+	}
+	return "", false
 }
 
 // appendKey writes `{"runId":…,"callId":…` with JavaScript's escapes.

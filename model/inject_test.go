@@ -10,6 +10,12 @@ import (
 // histories are known sessions the preset tests start from.
 var histories = map[string][]Command{
 	"fresh": nil,
+	// The seed's step 1 and 2: run-1's "Old answer" held, then run-2.
+	"old answer held": {
+		{Kind: QueueReply, Raw: reply("run-1", "completed", "output", "Old answer")},
+		{Kind: StartRun},
+		{Kind: QueueReply, Raw: reply("run-2", "rejected", "reason", "a rejection is no stale completion")},
+	},
 	"completed at run-2": {
 		{Kind: StartRun},
 		{Kind: QueueReply, Raw: reply("run-2", "completed", "output", "New answer")},
@@ -60,6 +66,8 @@ func TestPresets(t *testing.T) {
 		{"fresh", StaleReply, raw(reply("run-0", "completed", "output", "Stale answer for run-0")), "", NoticeReplyOtherCall},
 		{"completed at run-2", StaleReply, raw(reply("run-1", "completed", "output", "Stale answer for run-1")), "", NoticeReplyOtherCall},
 		{"rejected at run-3", StaleReply, raw(reply("run-2", "completed", "output", "Stale answer for run-2")), "", NoticeReplyOtherCall},
+		{"old answer held", StaleReply, raw(reply("run-1", "completed", "output", "Old answer")), "", NoticeReplyOtherCall},
+		{"pending after a final", StaleReply, raw(Draft(Key{"run-1", "lookup"})), "", NoticeReplyOtherCall},
 
 		{"fresh", DuplicateFinal, Injection{}, "preset not applicable: no final reply to duplicate yet", ""},
 		{"unresolved at run-2", DuplicateFinal, Injection{}, "preset not applicable: no final reply to duplicate yet", ""},
