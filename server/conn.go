@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"golang.org/x/time/rate"
 
 	"github.com/toolcall-lab/lab/model"
 )
@@ -139,14 +140,35 @@ func (c *conn) stop() {
 	c.flushers.Wait()
 }
 
+// frameLimit is one connection's frame rate limit. Frames over it are
+// refused; refusals have an allowance of their own (the burst, refilled at a
+// quarter of the rate), so a burst of clicks gets error frames while a client
+// that keeps going over is closed.
+type frameLimit struct {
+	frames, refusals *rate.Limiter
+}
+
+func (s *Server) newFrameLimit() frameLimit {
+	r := rate.Limit(s.cfg.FrameRate)
+	return frameLimit{frames: rate.NewLimiter(r, s.cfg.FrameBurst), refusals: rate.NewLimiter(r/4, s.cfg.FrameBurst)}
+}
+
 // readLoop reads frames until the connection closes and submits each
 // command to the session. It uses conn.Read, not wsjson: a bad frame gets an
 // error frame and the connection stays open.
-func (c *conn) readLoop(s *session, by model.Actor) {
+func (c *conn) readLoop(s *session, by model.Actor, lim frameLimit) {
 	for {
 		typ, data, err := c.ws.Read(context.Background())
 		if err != nil {
 			return
+		}
+		if !lim.frames.Allow() {
+			if !lim.refusals.Allow() {
+				c.ws.Close(websocket.StatusPolicyViolation, "too many frames: kept sending over the frame rate limit")
+				return
+			}
+			c.sendError(refuse("too many frames: at most %g a second, %d at once; this one was not applied", float64(lim.frames.Limit()), lim.frames.Burst()))
+			continue
 		}
 		if typ != websocket.MessageText {
 			c.sendError(refuse("frames must be text messages holding JSON"))

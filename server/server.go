@@ -36,11 +36,26 @@ type Config struct {
 	WriteTimeout time.Duration
 	// Logger receives the server's logs. Default: discard.
 	Logger *slog.Logger
+
+	// FrameRate is how many frames a second one connection may send, on
+	// average; FrameBurst how many at once. A frame over the limit gets an
+	// error frame; a connection that keeps going over is closed with 1008.
+	// Defaults 20 and 40.
+	FrameRate  float64
+	FrameBurst int
+	// MaxConns caps open WebSockets, MaxSessionConns those of one session,
+	// and MaxSessions the sessions held in memory (a session lives as long
+	// as the server). Past a cap the upgrade is answered 503. Defaults
+	// 10,000, 32 and 10,000.
+	MaxConns        int
+	MaxSessionConns int
+	MaxSessions     int
 }
 
 // Server is the lab's HTTP and WebSocket server.
 //
-// Ownership: mu guards sessions, conns and closing. Each session guards its
+// Ownership: mu guards sessions, conns, closing, admitted and each
+// session's admitted count. Each session guards its
 // own state (see session); each conn its outbox (see conn). Lock order is
 // Server.mu, then session.mu, then conn.mu; no I/O happens under any of them.
 type Server struct {
@@ -52,6 +67,7 @@ type Server struct {
 	sessions map[string]*session
 	conns    map[*conn]struct{}
 	closing  bool
+	admitted int // connections admitted and not yet gone, upgraded or not
 
 	handlers sync.WaitGroup // running WebSocket handlers
 }
@@ -71,6 +87,21 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.FrameRate <= 0 {
+		cfg.FrameRate = 20
+	}
+	if cfg.FrameBurst <= 0 {
+		cfg.FrameBurst = 40
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = 10_000
+	}
+	if cfg.MaxSessionConns <= 0 {
+		cfg.MaxSessionConns = 32
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = 10_000
 	}
 	page, err := fs.ReadFile(static.Files, "lab.html")
 	if err != nil {
@@ -143,47 +174,78 @@ func (s *Server) studentSocket(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	sess, err := s.admit(id)
+	if err != nil {
+		return c.String(http.StatusServiceUnavailable, err.Error())
+	}
+	defer s.release(sess)
 	ws, err := websocket.Accept(c.Response(), c.Request(), &websocket.AcceptOptions{OriginPatterns: s.cfg.Origins})
 	if err != nil {
 		return nil // Accept has written the response
 	}
-	s.serveConn(ws, id, model.Student)
+	s.serveConn(ws, sess, model.Student)
 	return nil
 }
 
-// serveConn runs one connection to its end.
-func (s *Server) serveConn(ws *websocket.Conn, id string, by model.Actor) {
+// admit reserves a place for one more connection to session id, creating
+// the session on first use, or says which cap is full. It runs before the
+// upgrade, so a refusal is a plain HTTP answer.
+func (s *Server) admit(id string) (*session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess, ok := s.sessions[id]
+	// A closing server still upgrades, to answer 1001 as to open pages (see attach).
+	switch {
+	case s.admitted >= s.cfg.MaxConns:
+		return nil, fmt.Errorf("the lab is full: %d connections are open (the most it takes); try again later", s.cfg.MaxConns)
+	case ok && sess.admitted >= s.cfg.MaxSessionConns:
+		return nil, fmt.Errorf("this session has %d connections open (the most it takes); close a tab and try again", s.cfg.MaxSessionConns)
+	case !ok && len(s.sessions) >= s.cfg.MaxSessions:
+		return nil, fmt.Errorf("the lab has no room for a new session (at most %d are held); reuse an existing session's address", s.cfg.MaxSessions)
+	}
+	if !ok {
+		sess = newSession(id, s.cfg.Limits)
+		s.sessions[id] = sess
+	}
+	s.admitted++
+	sess.admitted++
+	return sess, nil
+}
+
+func (s *Server) release(sess *session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.admitted--
+	sess.admitted--
+}
+
+// serveConn runs one admitted connection to its end.
+func (s *Server) serveConn(ws *websocket.Conn, sess *session, by model.Actor) {
 	ws.SetReadLimit(s.cfg.MaxFrameBytes)
 	c := &conn{ws: ws, log: s.cfg.Logger, writeTimeout: s.cfg.WriteTimeout}
-	sess, ok := s.attach(c, id)
-	if !ok {
+	if !s.attach(c) {
 		ws.Close(websocket.StatusGoingAway, "the lab is shutting down")
 		return
 	}
 	defer s.handlers.Done()
 	sess.subscribe(c)
-	c.readLoop(sess, by)
+	c.readLoop(sess, by, s.newFrameLimit())
 	sess.unsubscribe(c)
 	c.stop()
 	ws.CloseNow()
 	s.detach(c)
 }
 
-// attach registers c and returns its session, creating it on first use.
-func (s *Server) attach(c *conn, id string) (*session, bool) {
+// attach registers c, unless the server is closing.
+func (s *Server) attach(c *conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
-		return nil, false
-	}
-	sess, ok := s.sessions[id]
-	if !ok {
-		sess = newSession(id, s.cfg.Limits)
-		s.sessions[id] = sess
+		return false
 	}
 	s.conns[c] = struct{}{}
 	s.handlers.Add(1)
-	return sess, true
+	return true
 }
 
 func (s *Server) detach(c *conn) {

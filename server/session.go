@@ -28,6 +28,8 @@ type session struct {
 	frame    []byte // the encoded state as of the last change
 
 	lab *model.Lab // owned by the current drainer
+
+	admitted int // connections admitted to it; guarded by Server.mu
 }
 
 // pending is a command waiting to be applied, with where its refusal goes.

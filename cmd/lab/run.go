@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -26,6 +27,11 @@ type config struct {
 	origins         string
 	limits          model.Limits
 	shutdownTimeout time.Duration
+	frameRate       float64
+	frameBurst      int
+	maxConns        int
+	maxSessionConns int
+	maxSessions     int
 }
 
 // setting is one flag with its environment variable.
@@ -38,6 +44,8 @@ func settings(c *config) []setting {
 	c.limits = model.DefaultLimits()
 	c.addr = ":8080"
 	c.shutdownTimeout = 10 * time.Second
+	c.frameRate, c.frameBurst = 20, 40
+	c.maxConns, c.maxSessionConns, c.maxSessions = 10_000, 32, 10_000
 	return []setting{
 		{"addr", "LAB_ADDR", "address to listen on", stringValue{&c.addr}},
 		{"origins", "LAB_ORIGINS", "extra Origin host patterns allowed to open WebSockets, comma-separated (for a reverse proxy)", stringValue{&c.origins}},
@@ -46,6 +54,11 @@ func settings(c *config) []setting {
 		{"max-held-bytes", "LAB_MAX_HELD_BYTES", "held reply text per session in bytes", intValue{&c.limits.MaxHeldBytes}},
 		{"max-receipts", "LAB_MAX_RECEIPTS", "deliveries recorded per session", intValue{&c.limits.MaxReceipts}},
 		{"shutdown-timeout", "LAB_SHUTDOWN_TIMEOUT", "how long shutdown waits for connections to close", durationValue{&c.shutdownTimeout}},
+		{"frame-rate", "LAB_FRAME_RATE", "frames a second one connection may send on average; over it frames are refused, and sustained abuse closes with 1008", floatValue{&c.frameRate}},
+		{"frame-burst", "LAB_FRAME_BURST", "frames one connection may send at once", intValue{&c.frameBurst}},
+		{"max-conns", "LAB_MAX_CONNS", "open WebSockets in all; more are answered 503", intValue{&c.maxConns}},
+		{"max-session-conns", "LAB_MAX_SESSION_CONNS", "open WebSockets per session; more are answered 503", intValue{&c.maxSessionConns}},
+		{"max-sessions", "LAB_MAX_SESSIONS", "sessions held in memory; a new one past it is answered 503", intValue{&c.maxSessions}},
 	}
 }
 
@@ -100,6 +113,24 @@ func (v intValue) Set(s string) error {
 	return nil
 }
 
+type floatValue struct{ p *float64 }
+
+func (v floatValue) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return strconv.FormatFloat(*v.p, 'g', -1, 64)
+}
+
+func (v floatValue) Set(s string) error {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(f > 0) || math.IsInf(f, 0) {
+		return errors.New("want a number above 0")
+	}
+	*v.p = f
+	return nil
+}
+
 type durationValue struct{ p *time.Duration }
 
 func (v durationValue) String() string {
@@ -147,7 +178,11 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 			origins = append(origins, o)
 		}
 	}
-	lab, err := server.New(server.Config{Origins: origins, Limits: cfg.limits, Logger: log})
+	lab, err := server.New(server.Config{
+		Origins: origins, Limits: cfg.limits, Logger: log,
+		FrameRate: cfg.frameRate, FrameBurst: cfg.frameBurst,
+		MaxConns: cfg.maxConns, MaxSessionConns: cfg.maxSessionConns, MaxSessions: cfg.maxSessions,
+	})
 	if err != nil {
 		return fmt.Errorf("configuring the server: %w", err)
 	}
