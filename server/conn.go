@@ -25,10 +25,11 @@ const maxPendingErrors = 16
 // conn is one WebSocket connection of a session.
 //
 // Ownership: its HTTP handler goroutine reads and owns the conn's lifetime.
-// Writes happen in a flusher goroutine started on demand when there is
-// something to send, so an idle connection costs no goroutine and a slow one
-// never blocks its session: mu guards the outbox (waiting state and error
-// frames, both bounded) and the flags.
+// Writes happen in a flusher started on demand when there is something to
+// send: a goroutine, or the reader itself right after handling a frame
+// (flushHeld). So an idle connection costs no goroutine and a slow one never
+// blocks its session: mu guards the outbox (waiting state and error frames,
+// both bounded) and the flags.
 type conn struct {
 	ws           *websocket.Conn
 	log          *slog.Logger
@@ -38,7 +39,8 @@ type conn struct {
 	states   [][]byte // state frames not yet written, oldest first
 	errs     [][]byte // error frames not yet written
 	overflow bool     // too many errors were waiting: close with 1008
-	flushing bool     // a flusher goroutine is running
+	flushing bool     // a flusher is running
+	held     bool     // the reader is handling a frame and flushes after it
 	stopped  bool     // the handler is tearing down: start no more flushers
 
 	flushers sync.WaitGroup
@@ -67,27 +69,62 @@ func (c *conn) sendError(err error) {
 	c.kick()
 }
 
-// kick starts a flusher unless one runs or the conn is stopping. Called with mu held.
+// kick starts a flusher goroutine unless one runs, the reader will flush
+// (held), or the conn is stopping. Called with mu held.
 func (c *conn) kick() {
-	if c.flushing || c.stopped {
+	if c.flushing || c.held || c.stopped {
 		return
 	}
 	c.flushing = true
 	c.flushers.Add(1)
-	go c.flush()
+	go c.flush(false)
 }
 
-func (c *conn) flush() {
+// holdFlush and flushHeld bracket the reader's handling of one frame: what
+// the frame causes for this connection (its own state, an error) is written
+// by the reader itself afterwards, not by a new goroutine. That saves a
+// goroutine start and a handoff per frame; a client slow to read only
+// delays its own next read.
+func (c *conn) holdFlush() {
+	c.mu.Lock()
+	c.held = true
+	c.mu.Unlock()
+}
+
+func (c *conn) flushHeld() {
+	c.mu.Lock()
+	c.held = false
+	run := !c.flushing && !c.stopped && (len(c.states) > 0 || len(c.errs) > 0 || c.overflow)
+	if run {
+		c.flushing = true
+		c.flushers.Add(1)
+	}
+	c.mu.Unlock()
+	if run {
+		c.flush(true)
+	}
+}
+
+// flush writes the outbox until it is empty. Inline (in the reader), it
+// writes one batch and hands any rest to a goroutine, so a busy session
+// cannot keep the reader from reading.
+func (c *conn) flush(inline bool) {
 	defer c.flushers.Done()
-	for {
+	for batch := 0; ; batch++ {
 		c.mu.Lock()
 		errs, states, overflow := c.errs, c.states, c.overflow
-		c.errs, c.states = nil, nil
 		if len(errs) == 0 && len(states) == 0 && !overflow {
 			c.flushing = false
 			c.mu.Unlock()
 			return
 		}
+		if inline && batch > 0 {
+			c.flushers.Add(1)
+			go c.flush(false) // still flushing: the flag passes to it
+			c.mu.Unlock()
+			return
+		}
+		c.errs, c.states = nil, nil
 		c.mu.Unlock()
 		if overflow {
 			c.ws.Close(websocket.StatusPolicyViolation, "too many refused frames; reconnect to resync")
@@ -162,23 +199,34 @@ func (c *conn) readLoop(s *session, by model.Actor, lim frameLimit) {
 		if err != nil {
 			return
 		}
-		if !lim.frames.Allow() {
-			if !lim.refusals.Allow() {
-				c.ws.Close(websocket.StatusPolicyViolation, "too many frames: kept sending over the frame rate limit")
-				return
-			}
-			c.sendError(refuse("too many frames: at most %g a second, %d at once; this one was not applied", float64(lim.frames.Limit()), lim.frames.Burst()))
-			continue
+		c.holdFlush()
+		open := c.handle(s, by, lim, typ, data)
+		c.flushHeld()
+		if !open {
+			return
 		}
-		if typ != websocket.MessageText {
-			c.sendError(refuse("frames must be text messages holding JSON"))
-			continue
-		}
-		cmd, err := decodeFrame(data, by)
-		if err != nil {
-			c.sendError(err)
-			continue
-		}
-		s.submit(pending{cmd: cmd, from: c})
 	}
+}
+
+// handle refuses or submits one frame; false means the connection was closed.
+func (c *conn) handle(s *session, by model.Actor, lim frameLimit, typ websocket.MessageType, data []byte) bool {
+	if !lim.frames.Allow() {
+		if !lim.refusals.Allow() {
+			c.ws.Close(websocket.StatusPolicyViolation, "too many frames: kept sending over the frame rate limit")
+			return false
+		}
+		c.sendError(refuse("too many frames: at most %g a second, %d at once; this one was not applied", float64(lim.frames.Limit()), lim.frames.Burst()))
+		return true
+	}
+	if typ != websocket.MessageText {
+		c.sendError(refuse("frames must be text messages holding JSON"))
+		return true
+	}
+	cmd, err := decodeFrame(data, by)
+	if err != nil {
+		c.sendError(err)
+		return true
+	}
+	s.submit(pending{cmd: cmd, from: c})
+	return true
 }
