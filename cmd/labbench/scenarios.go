@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -286,21 +287,25 @@ func parallel(n, width int, f func(int) error) error {
 }
 
 // classShape is one class run: sessions × tabs, an op per session about
-// every interval, and optionally a connection that never reads.
+// every interval, for duration (a fifth more warms up), and optionally a
+// connection that never reads, there half of the time.
 type classShape struct {
 	sessions, tabs int
 	interval       time.Duration
+	duration       time.Duration
 	slow           bool
 }
 
-// classResult holds the latencies of a class run.
+// classResult holds the latencies of a class run; lastSlow those of ops sent
+// while the connection that never reads was there.
 type classResult struct {
-	sender, last samples
+	sender, last, lastSlow samples
 }
 
 // op is one change in flight: who sent it, when, and who has seen it.
 type op struct {
 	sent   time.Time
+	slow   bool // sent while the connection that never reads was there
 	sender int
 	seen   int  // other tabs that received it
 	got    bool // the sender received it
@@ -312,6 +317,7 @@ type classSession struct {
 	id   string
 	tabs []*websocket.Conn
 	res  *classResult
+	slow *atomic.Bool
 
 	mu  sync.Mutex
 	ops map[uint64]*op
@@ -336,8 +342,9 @@ func (b *bench) class(ctx context.Context, srv *server, shape classShape) (*clas
 			c.CloseNow()
 		}
 	}()
+	var slowOn atomic.Bool
 	for i := range sessions {
-		sessions[i] = &classSession{id: uuid.NewString(), res: res, ops: make(map[uint64]*op), tabs: make([]*websocket.Conn, shape.tabs)}
+		sessions[i] = &classSession{id: uuid.NewString(), res: res, slow: &slowOn, ops: make(map[uint64]*op), tabs: make([]*websocket.Conn, shape.tabs)}
 	}
 	err := parallel(shape.sessions*shape.tabs, 32, func(i int) error {
 		s := sessions[i/shape.tabs]
@@ -355,14 +362,6 @@ func (b *bench) class(ctx context.Context, srv *server, shape classShape) (*clas
 	if err != nil {
 		return nil, err
 	}
-	if shape.slow {
-		ws, err := dial(ctx, srv, sessions[0].id, slowClient())
-		if err != nil {
-			return nil, err
-		}
-		allConns = append(allConns, ws) // never read: the server's writes to it back up
-	}
-
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var readers sync.WaitGroup
@@ -372,9 +371,12 @@ func (b *bench) class(ctx context.Context, srv *server, shape classShape) (*clas
 		}
 	}
 	start := time.Now()
-	warm, until := start.Add(b.duration/5), start.Add(b.duration)
+	warm, until := start.Add(shape.duration/5), start.Add(shape.duration)
 	var drivers sync.WaitGroup
-	errs := make([]error, len(sessions))
+	errs := make([]error, len(sessions)+1)
+	if shape.slow {
+		drivers.Go(func() { errs[len(sessions)] = slowPhases(runCtx, srv, sessions[0].id, &slowOn, warm, until) })
+	}
 	for i, s := range sessions {
 		drivers.Go(func() { errs[i] = s.drive(runCtx, shape.interval, warm, until) })
 	}
@@ -395,6 +397,43 @@ func (b *bench) class(ctx context.Context, srv *server, shape classShape) (*clas
 	return res, nil
 }
 
+// slowPhases alternates, in six phases after the warm-up, a class without
+// and with a connection that never reads (in the first session): both halves
+// then share the machine's noise, which on a shared machine is larger than
+// what is measured. Each "with" phase dials a fresh such connection; its
+// buffers fill within a few frames and the server's writes to it block.
+func slowPhases(ctx context.Context, srv *server, session string, on *atomic.Bool, warm, until time.Time) error {
+	const phases = 6
+	phase := until.Sub(warm) / phases
+	var ws *websocket.Conn
+	defer func() {
+		if ws != nil {
+			ws.CloseNow()
+		}
+	}()
+	for i := range phases {
+		select {
+		case <-time.After(time.Until(warm.Add(time.Duration(i) * phase))):
+		case <-ctx.Done():
+			return nil
+		}
+		if i%2 == 0 {
+			on.Store(false)
+			if ws != nil {
+				ws.CloseNow()
+				ws = nil
+			}
+			continue
+		}
+		var err error
+		if ws, err = dial(ctx, srv, session, slowClient()); err != nil {
+			return err
+		}
+		on.Store(true) // never read: the server's writes to it back up
+	}
+	return nil
+}
+
 // slowClient dials with a tiny receive buffer, so a connection that never
 // reads pushes back on the server after a few frames.
 func slowClient() *http.Client {
@@ -413,7 +452,7 @@ func (s *classSession) drive(ctx context.Context, interval time.Duration, warm, 
 	var seq uint64
 	step := func(frame []byte, record bool) error {
 		seq++
-		o := &op{sent: time.Now(), sender: rand.IntN(len(s.tabs)), record: record, mine: make(chan struct{})}
+		o := &op{sent: time.Now(), slow: s.slow.Load(), sender: rand.IntN(len(s.tabs)), record: record, mine: make(chan struct{})}
 		s.mu.Lock()
 		s.ops[seq] = o
 		s.mu.Unlock()
@@ -482,7 +521,11 @@ func (s *classSession) read(ctx context.Context, tab int, ws *websocket.Conn) {
 		} else {
 			o.seen++
 			if o.seen == len(s.tabs)-1 && o.record {
-				s.res.last.add(now.Sub(o.sent))
+				if o.slow {
+					s.res.lastSlow.add(now.Sub(o.sent))
+				} else {
+					s.res.last.add(now.Sub(o.sent))
+				}
 			}
 		}
 		if o.got && o.seen == len(s.tabs)-1 {
