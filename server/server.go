@@ -179,7 +179,7 @@ func (s *Server) studentSocket(c echo.Context) error {
 		return c.String(http.StatusServiceUnavailable, err.Error())
 	}
 	defer s.release(sess)
-	ws, err := websocket.Accept(c.Response(), c.Request(), &websocket.AcceptOptions{OriginPatterns: s.cfg.Origins})
+	ws, err := websocket.Accept(bigWriteBuffer{c.Response()}, c.Request(), &websocket.AcceptOptions{OriginPatterns: s.cfg.Origins})
 	if err != nil {
 		return nil // Accept has written the response
 	}
