@@ -36,6 +36,8 @@ var urlLine = regexp.MustCompile(`students open (http://127\.0\.0\.1:\d+)/`)
 func start(ctx context.Context, name, bin string, args, env []string) (*server, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
+	// A bench killed outright must not leave servers behind.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
