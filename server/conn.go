@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"golang.org/x/time/rate"
 
 	"github.com/toolcall-lab/lab/model"
 )
@@ -32,23 +33,27 @@ type outFrame struct {
 // conn is one WebSocket connection of a session.
 //
 // Ownership: its HTTP handler goroutine reads and owns the conn's lifetime.
-// Writes happen in a flusher goroutine started on demand when there is
-// something to send, so an idle connection costs no goroutine and a slow one
-// never blocks its session. mu guards the outbox (frames in the order they
-// were produced, bounded) and the flags.
+// Writes happen in a flusher started on demand when there is something to
+// send: the reader itself, right after handling a frame (what a frame causes
+// for its own connection needs no goroutine start and no handoff), or else a
+// goroutine. So an idle connection costs no goroutine and a slow one never
+// blocks its session. mu guards the outbox (frames in the order they were
+// produced, bounded) and the flags.
 type conn struct {
 	ws           *websocket.Conn
 	role         model.Actor
 	log          *slog.Logger
 	metrics      *metrics
 	writeTimeout time.Duration
+	limit        frameLimit // used by the reader only
 
 	mu       sync.Mutex
 	outbox   []outFrame
 	states   int  // state frames in outbox
 	errors   int  // error frames in outbox
 	overflow bool // too many errors were waiting: close with 1008
-	flushing bool // a flusher goroutine is running
+	flushing bool // a flusher is running
+	held     bool // the reader is handling a frame and flushes after it
 	stopped  bool // the handler is tearing down: start no more flushers
 
 	flushers sync.WaitGroup
@@ -82,27 +87,61 @@ func (c *conn) sendError(err error) {
 	c.kick()
 }
 
-// kick starts a flusher unless one runs or the conn is stopping. Called with mu held.
+// kick starts a flusher goroutine unless one runs, the reader will flush
+// (held), or the conn is stopping. Called with mu held.
 func (c *conn) kick() {
-	if c.flushing || c.stopped {
+	if c.flushing || c.held || c.stopped {
 		return
 	}
 	c.flushing = true
 	c.flushers.Add(1)
-	go c.flush()
+	go c.flush(false)
 }
 
-func (c *conn) flush() {
+// holdFlush and flushHeld bracket the reader's handling of one frame: what
+// the frame causes for this connection (its own state, an error) is written
+// by the reader itself afterwards. A client slow to read only delays its own
+// next read.
+func (c *conn) holdFlush() {
+	c.mu.Lock()
+	c.held = true
+	c.mu.Unlock()
+}
+
+func (c *conn) flushHeld() {
+	c.mu.Lock()
+	c.held = false
+	run := !c.flushing && !c.stopped && (len(c.outbox) > 0 || c.overflow)
+	if run {
+		c.flushing = true
+		c.flushers.Add(1)
+	}
+	c.mu.Unlock()
+	if run {
+		c.flush(true)
+	}
+}
+
+// flush writes the outbox until it is empty. Inline (in the reader), it
+// writes one batch and hands any rest to a goroutine, so a busy session
+// cannot keep the reader from reading.
+func (c *conn) flush(inline bool) {
 	defer c.flushers.Done()
-	for {
+	for batch := 0; ; batch++ {
 		c.mu.Lock()
 		frames, overflow := c.outbox, c.overflow
-		c.outbox, c.states, c.errors = nil, 0, 0
 		if len(frames) == 0 && !overflow {
 			c.flushing = false
 			c.mu.Unlock()
 			return
 		}
+		if inline && batch > 0 {
+			c.flushers.Add(1)
+			go c.flush(false) // still flushing: the flag passes to it
+			c.mu.Unlock()
+			return
+		}
+		c.outbox, c.states, c.errors = nil, 0, 0
 		c.mu.Unlock()
 		if overflow {
 			c.metrics.slowCloses.Inc()
@@ -212,17 +251,51 @@ func (c *conn) instructorLoop(s *Server, watched **session) error {
 	}
 }
 
-// nextText returns the next text frame; a binary one gets an error frame.
+// frameLimit is one connection's frame rate limit. Frames over it are
+// refused; refusals have an allowance of their own (the burst, refilled at a
+// quarter of the rate), so a burst of clicks gets error frames while a client
+// that keeps going over is closed.
+type frameLimit struct {
+	frames, refusals *rate.Limiter
+}
+
+func newFrameLimit(perSecond float64, burst int) frameLimit {
+	r := rate.Limit(perSecond)
+	return frameLimit{frames: rate.NewLimiter(r, burst), refusals: rate.NewLimiter(r/4, burst)}
+}
+
+// errTooManyFrames refuses a frame over the connection's rate limit.
+var errTooManyFrames = errors.New("too many frames")
+
+// errRateAbuse ends a connection that kept sending over its rate limit.
+var errRateAbuse = errors.New("closed: kept sending over the frame rate limit")
+
+// nextText returns the next text frame within the rate limit. Frames over
+// the limit and binary ones get an error frame. Before it waits for a frame
+// it writes what the previous one caused (see holdFlush).
 func (c *conn) nextText() ([]byte, error) {
 	for {
+		c.flushHeld()
 		typ, data, err := c.ws.Read(context.Background())
 		if err != nil {
 			return nil, err
 		}
-		if typ == websocket.MessageText {
+		c.holdFlush()
+		switch {
+		case !c.limit.frames.Allow():
+			c.metrics.framesIn.WithLabelValues("invalid").Inc()
+			if !c.limit.refusals.Allow() {
+				c.metrics.refused.WithLabelValues("rate_limit").Inc()
+				c.ws.Close(websocket.StatusPolicyViolation, "too many frames: kept sending over the frame rate limit")
+				return nil, errRateAbuse
+			}
+			c.sendError(fmt.Errorf("%w: at most %g a second, %d at once; this one was not applied",
+				errTooManyFrames, float64(c.limit.frames.Limit()), c.limit.frames.Burst()))
+		case typ != websocket.MessageText:
+			c.metrics.framesIn.WithLabelValues("invalid").Inc()
+			c.sendError(refuse("frames must be text messages holding JSON"))
+		default:
 			return data, nil
 		}
-		c.metrics.framesIn.WithLabelValues("invalid").Inc()
-		c.sendError(refuse("frames must be text messages holding JSON"))
 	}
 }

@@ -298,4 +298,3 @@ func TestExportEndpoints(t *testing.T) {
 		t.Fatalf("CSV: %d %s %s\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Content-Disposition"), body)
 	}
 }
-

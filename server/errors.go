@@ -47,6 +47,8 @@ func classify(log *slog.Logger, err error) refusal {
 		return refusal{"unknown_message", err.Error()}
 	case errors.Is(err, errSessionBusy):
 		return refusal{"busy", err.Error()}
+	case errors.Is(err, errTooManyFrames):
+		return refusal{"rate_limit", err.Error()}
 	case errors.Is(err, errCannotSave):
 		log.Warn("refusing a change: the store failed", "err", err)
 		return refusal{"store", errCannotSave.Error()}

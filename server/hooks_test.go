@@ -5,7 +5,7 @@ import "context"
 // Sweep runs one janitor pass now, for tests.
 func (s *Server) Sweep(ctx context.Context) error { return s.sweep(ctx) }
 
-// Attached counts the connections attached to session id, for tests that
+// Attached counts the connections admitted to session id, for tests that
 // must wait for a closed connection's handler to finish.
 func (s *Server) Attached(id string) int {
 	s.mu.Lock()
@@ -14,7 +14,5 @@ func (s *Server) Attached(id string) int {
 	if !ok {
 		return 0
 	}
-	sess.mu.Lock()
-	defer sess.mu.Unlock()
-	return sess.attached
+	return sess.admitted
 }

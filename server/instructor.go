@@ -277,8 +277,8 @@ func (s *Server) instructorSocket(c echo.Context) error {
 func (s *Server) serveInstructor(ws *websocket.Conn, remote string) {
 	ws.SetReadLimit(maxInstructorFrame)
 	log := s.log.With("role", "instructor", "remote", remote)
-	c := &conn{ws: ws, role: model.Instructor, log: log, metrics: s.metrics, writeTimeout: s.cfg.WriteTimeout}
-	if !s.register(c) {
+	c := s.newConn(ws, model.Instructor, log)
+	if !s.attach(c) {
 		ws.Close(websocket.StatusGoingAway, "the lab is shutting down")
 		return
 	}
@@ -296,20 +296,8 @@ func (s *Server) serveInstructor(ws *websocket.Conn, remote string) {
 	s.overview.unsubscribe(c)
 	c.stop()
 	ws.CloseNow()
-	s.detach(c, nil)
+	s.detach(c)
 	gauge.Dec()
 	log.Info("websocket closed", "code", int(websocket.CloseStatus(err)), "duration", time.Since(opened).Round(time.Millisecond))
 }
 
-// register adds a connection that belongs to no session, so that shutdown
-// closes it too.
-func (s *Server) register(c *conn) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing {
-		return false
-	}
-	s.conns[c] = struct{}{}
-	s.handlers.Add(1)
-	return true
-}

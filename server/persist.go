@@ -108,7 +108,7 @@ func (s *Server) sweep(ctx context.Context) error {
 	s.mu.Lock()
 	for _, sess := range s.sessions {
 		sess.mu.Lock()
-		idle := sess.attached == 0 && !sess.draining && sess.lastActive.Before(cutoff)
+		idle := sess.admitted == 0 && !sess.draining && sess.lastActive.Before(cutoff)
 		sess.mu.Unlock()
 		if idle && !sess.expiring {
 			sess.expiring = true

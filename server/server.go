@@ -58,22 +58,31 @@ type Config struct {
 	// SessionTTL is how long a session may stay idle (no change and no
 	// open connection) before the janitor deletes it. Default 168 h.
 	SessionTTL time.Duration
-	// MaxSessions caps the sessions held; a new one past it is refused
-	// with 503. Default 10000.
-	MaxSessions int
 	// Now is the clock that stamps events and measures idleness.
 	// Default time.Now.
 	Now func() time.Time
+	// FrameRate is how many frames a second one connection may send, on
+	// average; FrameBurst how many at once. A frame over the limit gets an
+	// error frame; a connection that keeps going over is closed with 1008.
+	// Defaults 20 and 40.
+	FrameRate  float64
+	FrameBurst int
+	// MaxConns caps open WebSockets, MaxSessionConns those of one session,
+	// and MaxSessions the sessions held. Past a cap the upgrade is answered
+	// 503. Defaults 10,000, 32 and 10,000.
+	MaxConns        int
+	MaxSessionConns int
+	MaxSessions     int
 }
 
 // Server is the lab's HTTP and WebSocket server.
 //
-// Ownership: mu guards sessions, conns, closing and each session's expiring
-// flag. The janitor goroutine is started by New and stopped by CloseSockets
-// (stopJanitor closes quit; janitorDone closes when it has exited). Each
-// session guards its own state (see session); each conn its outbox (see
-// conn). Lock order is Server.mu, then session.mu, then conn.mu; no I/O
-// happens under any of them.
+// Ownership: mu guards sessions, conns, closing, admitted and each
+// session's expiring flag and admitted count. The janitor goroutine is
+// started by New and stopped by CloseSockets (stopJanitor closes quit;
+// janitorDone closes when it has exited). Each session guards its own state
+// (see session); each conn its outbox (see conn). Lock order is Server.mu,
+// then session.mu, then conn.mu; no I/O happens under any of them.
 type Server struct {
 	cfg  Config
 	log  *slog.Logger
@@ -91,6 +100,7 @@ type Server struct {
 	sessions map[string]*session
 	conns    map[*conn]struct{}
 	closing  bool
+	admitted int // connections admitted and not yet gone, upgraded or not
 
 	handlers    sync.WaitGroup // running WebSocket handlers
 	quit        chan struct{}  // closed by stopJanitor
@@ -120,11 +130,23 @@ func New(cfg Config) (*Server, error) {
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = 168 * time.Hour
 	}
-	if cfg.MaxSessions <= 0 {
-		cfg.MaxSessions = 10000
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.FrameRate <= 0 {
+		cfg.FrameRate = 20
+	}
+	if cfg.FrameBurst <= 0 {
+		cfg.FrameBurst = 40
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = 10_000
+	}
+	if cfg.MaxSessionConns <= 0 {
+		cfg.MaxSessionConns = 32
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = 10_000
 	}
 	page, err := fs.ReadFile(static.Files, "lab.html")
 	if err != nil {
@@ -301,31 +323,28 @@ func (s *Server) studentSocket(c echo.Context) error {
 		c.Response().Header().Set("Retry-After", "1")
 		return echo.NewHTTPError(http.StatusServiceUnavailable, "the lab server is shutting down; try again in a moment")
 	}
-	if err := s.admit(id); err != nil {
-		s.metrics.connectRefused.WithLabelValues("sessions").Inc()
+	sess, err := s.admit(id)
+	if err != nil {
+		s.metrics.connectRefused.WithLabelValues("full").Inc()
 		c.Response().Header().Set("Retry-After", "5")
 		return echo.NewHTTPError(http.StatusServiceUnavailable, err.Error())
 	}
+	defer s.release(sess)
 	ws, err := websocket.Accept(c.Response(), c.Request(), &websocket.AcceptOptions{OriginPatterns: s.cfg.Origins})
 	if err != nil {
 		return nil // Accept has written the response
 	}
-	s.serveConn(ws, id, model.Student, c.RealIP())
+	s.serveConn(ws, sess, model.Student, c.RealIP())
 	return nil
 }
 
-// serveConn runs one connection to its end.
-func (s *Server) serveConn(ws *websocket.Conn, id string, role model.Actor, remote string) {
+// serveConn runs one admitted connection to its end.
+func (s *Server) serveConn(ws *websocket.Conn, sess *session, role model.Actor, remote string) {
 	ws.SetReadLimit(s.cfg.MaxFrameBytes)
-	log := s.log.With("session", id, "role", role.String(), "remote", remote)
-	c := &conn{ws: ws, role: role, log: log, metrics: s.metrics, writeTimeout: s.cfg.WriteTimeout}
-	sess, err := s.attach(c, id)
-	if errors.Is(err, errShuttingDown) {
+	log := s.log.With("session", sess.id, "role", role.String(), "remote", remote)
+	c := s.newConn(ws, role, log)
+	if !s.attach(c) {
 		ws.Close(websocket.StatusGoingAway, "the lab is shutting down")
-		return
-	}
-	if err != nil {
-		ws.Close(websocket.StatusTryAgainLater, err.Error())
 		return
 	}
 	defer s.handlers.Done()
@@ -334,11 +353,11 @@ func (s *Server) serveConn(ws *websocket.Conn, id string, role model.Actor, remo
 	gauge.Inc()
 	log.Info("websocket open")
 	sess.subscribe(c)
-	err = c.readLoop(sess)
+	err := c.readLoop(sess)
 	sess.unsubscribe(c)
 	c.stop()
 	ws.CloseNow()
-	s.detach(c, sess)
+	s.detach(c)
 	gauge.Dec()
 	log.Info("websocket closed", "code", int(websocket.CloseStatus(err)), "duration", time.Since(opened).Round(time.Millisecond))
 }
@@ -346,16 +365,38 @@ func (s *Server) serveConn(ws *websocket.Conn, id string, role model.Actor, remo
 // errShuttingDown refuses new connections once the server is closing.
 var errShuttingDown = errors.New("the lab is shutting down")
 
-// admit checks, before the WebSocket upgrade, that session id exists or may
-// be created, and creates it so that it counts against the cap.
-func (s *Server) admit(id string) error {
+// admit reserves a place for one more connection to session id, creating
+// the session on first use, or says which cap is full. It runs before the
+// upgrade, so a refusal is a plain HTTP answer; release gives the place back.
+func (s *Server) admit(id string) (*session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closing {
-		return nil // attach closes the socket with 1001, as for any late connection
+	if s.admitted >= s.cfg.MaxConns {
+		return nil, fmt.Errorf("the lab is full: %d connections are open (the most it takes); try again later", s.cfg.MaxConns)
 	}
-	_, err := s.lookup(id)
-	return err
+	sess, err := s.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	if sess.admitted >= s.cfg.MaxSessionConns {
+		return nil, fmt.Errorf("this session has %d connections open (the most it takes); close a tab and try again", s.cfg.MaxSessionConns)
+	}
+	s.admitted++
+	sess.admitted++
+	return sess, nil
+}
+
+// release gives back the place admit reserved, and notes the session's
+// activity for the janitor.
+func (s *Server) release(sess *session) {
+	now := s.cfg.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.admitted--
+	sess.admitted--
+	sess.mu.Lock()
+	sess.lastActive = now
+	sess.mu.Unlock()
 }
 
 // lookup returns session id, creating it on first use. Called with mu held.
@@ -374,38 +415,29 @@ func (s *Server) lookup(id string) (*session, error) {
 	return sess, nil
 }
 
-// attach registers c with its session, creating the session on first use.
-func (s *Server) attach(c *conn, id string) (*session, error) {
+// attach registers c, unless the server is closing, so that shutdown
+// closes it and waits for its handler.
+func (s *Server) attach(c *conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
-		return nil, errShuttingDown
+		return false
 	}
-	sess, err := s.lookup(id)
-	if err != nil {
-		return nil, err
-	}
-	sess.mu.Lock()
-	sess.attached++
-	sess.mu.Unlock()
 	s.conns[c] = struct{}{}
 	s.handlers.Add(1)
-	return sess, nil
+	return true
 }
 
-// detach unregisters c and, for a student tab, notes its session's activity.
-func (s *Server) detach(c *conn, sess *session) {
-	now := s.cfg.Now()
+func (s *Server) detach(c *conn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.conns, c)
-	if sess == nil {
-		return
-	}
-	sess.mu.Lock()
-	sess.attached--
-	sess.lastActive = now
-	sess.mu.Unlock()
+}
+
+// newConn wraps an accepted WebSocket.
+func (s *Server) newConn(ws *websocket.Conn, role model.Actor, log *slog.Logger) *conn {
+	return &conn{ws: ws, role: role, log: log, metrics: s.metrics, writeTimeout: s.cfg.WriteTimeout,
+		limit: newFrameLimit(s.cfg.FrameRate, s.cfg.FrameBurst)}
 }
 
 // Shutdown closes every WebSocket with 1001 (going away) and waits for their

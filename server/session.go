@@ -17,7 +17,7 @@ const maxInbox = 64
 // session is one lab session, named by a UUID.
 //
 // Ownership: mu guards inbox, draining, conns, watchers, frame, row,
-// timeline, attached and lastActive; expiring is guarded by Server.mu. The
+// timeline and lastActive; expiring and admitted are guarded by Server.mu. The
 // lab is owned by the goroutine that drains the inbox; at most one drains at
 // a time (chosen under mu, by the draining flag), so changes apply one at a
 // time in arrival order, and frames are handed to connections under mu in
@@ -41,11 +41,12 @@ type session struct {
 	row      sessionRow         // the overview's row, as of the last change
 	timeline timeline
 
-	attached   int       // connections attached (registered with the Server)
 	lastActive time.Time // the last change or disconnect
 	expiring   bool      // the janitor is deleting it; guarded by Server.mu
 
 	lab *model.Lab // owned by the current drainer
+
+	admitted int // connections admitted to it; guarded by Server.mu
 }
 
 // pending is a command waiting to be applied, with where its refusal goes.

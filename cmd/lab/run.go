@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -44,6 +45,10 @@ type config struct {
 	showVersion     bool
 	data            string // SQLite file, or memoryData
 	sessionTTL      time.Duration
+	frameRate       float64
+	frameBurst      int
+	maxConns        int
+	maxSessionConns int
 	maxSessions     int
 }
 
@@ -63,7 +68,8 @@ func settings(c *config) []setting {
 	c.logFormat = "text"
 	c.data = filepath.Join(".", "lab-data", "lab.db")
 	c.sessionTTL = 168 * time.Hour
-	c.maxSessions = 10000
+	c.frameRate, c.frameBurst = 20, 40
+	c.maxConns, c.maxSessionConns, c.maxSessions = 10_000, 32, 10_000
 	return []setting{
 		{"addr", "LAB_ADDR", "address to listen on", stringValue{&c.addr}},
 		{"origins", "LAB_ORIGINS", "extra Origin host patterns allowed to open WebSockets, comma-separated (for a reverse proxy)", stringValue{&c.origins}},
@@ -74,12 +80,16 @@ func settings(c *config) []setting {
 		{"shutdown-timeout", "LAB_SHUTDOWN_TIMEOUT", "how long shutdown waits for connections to close", durationValue{&c.shutdownTimeout}},
 		{"data", "LAB_DATA", "SQLite file holding the sessions (created with its directory on first run); " + memoryData + " keeps them in memory only", stringValue{&c.data}},
 		{"session-ttl", "LAB_SESSION_TTL", "idle time (no change, no open page) after which a session is deleted", durationValue{&c.sessionTTL}},
-		{"max-sessions", "LAB_MAX_SESSIONS", "sessions held at most; a new one past it is refused", intValue{&c.maxSessions}},
 		{"log-format", "LAB_LOG_FORMAT", "log format: text or json", choiceValue{&c.logFormat, []string{"text", "json"}}},
 		{"log-level", "LAB_LOG_LEVEL", "least log level: debug, info, warn or error", levelValue{&c.logLevel}},
 		{"metrics-token", "LAB_METRICS_TOKEN", "bearer token that /metrics requires (default: none)", stringValue{&c.metricsToken}},
 		{"instructor-token", "LAB_INSTRUCTOR_TOKEN", "secret of the instructor console and API (default: a random one, printed at start)", secretValue{&c.instructorToken}},
 		{"trusted-proxies", "LAB_TRUSTED_PROXIES", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed", cidrsValue{&c.trustedProxies}},
+		{"frame-rate", "LAB_FRAME_RATE", "frames a second one connection may send on average; over it frames are refused, and sustained abuse closes with 1008", floatValue{&c.frameRate}},
+		{"frame-burst", "LAB_FRAME_BURST", "frames one connection may send at once", intValue{&c.frameBurst}},
+		{"max-conns", "LAB_MAX_CONNS", "open WebSockets in all; more are answered 503", intValue{&c.maxConns}},
+		{"max-session-conns", "LAB_MAX_SESSION_CONNS", "open WebSockets per session; more are answered 503", intValue{&c.maxSessionConns}},
+		{"max-sessions", "LAB_MAX_SESSIONS", "sessions held in memory; a new one past it is answered 503", intValue{&c.maxSessions}},
 	}
 }
 
@@ -206,6 +216,24 @@ func (v intValue) Set(s string) error {
 	return nil
 }
 
+type floatValue struct{ p *float64 }
+
+func (v floatValue) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return strconv.FormatFloat(*v.p, 'g', -1, 64)
+}
+
+func (v floatValue) Set(s string) error {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(f > 0) || math.IsInf(f, 0) {
+		return errors.New("want a number above 0")
+	}
+	*v.p = f
+	return nil
+}
+
 type durationValue struct{ p *time.Duration }
 
 func (v durationValue) String() string {
@@ -313,8 +341,12 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 		MetricsToken:    cfg.metricsToken,
 		TrustedProxies:  cfg.trustedProxies,
 		SessionTTL:      cfg.sessionTTL,
-		MaxSessions:     cfg.maxSessions,
 		InstructorToken: token,
+		FrameRate:       cfg.frameRate,
+		FrameBurst:      cfg.frameBurst,
+		MaxConns:        cfg.maxConns,
+		MaxSessionConns: cfg.maxSessionConns,
+		MaxSessions:     cfg.maxSessions,
 	}
 	if cfg.data == "" {
 		return errors.New("-data is empty: give a file, or " + memoryData)

@@ -40,6 +40,10 @@ func TestConfig(t *testing.T) {
 		{"flag wins over env", []string{"-addr", ":1"}, map[string]string{"LAB_ADDR": ":2"}, func(c config) bool { return c.addr == ":1" }, ""},
 		{"bad env names the variable", nil, map[string]string{"LAB_MAX_HELD": "lots"}, nil, "LAB_MAX_HELD"},
 		{"bad flag names the flag", []string{"-max-receipts", "0"}, nil, nil, "-max-receipts"},
+		{"protections", []string{"-frame-rate", "2.5", "-max-session-conns", "4"}, map[string]string{"LAB_MAX_CONNS": "9", "LAB_FRAME_BURST": "7", "LAB_MAX_SESSIONS": "3"}, func(c config) bool {
+			return c.frameRate == 2.5 && c.frameBurst == 7 && c.maxConns == 9 && c.maxSessionConns == 4 && c.maxSessions == 3
+		}, ""},
+		{"bad rate names the flag", []string{"-frame-rate", "-1"}, nil, nil, "-frame-rate"},
 		{"bad duration", nil, map[string]string{"LAB_SHUTDOWN_TIMEOUT": "soon"}, nil, "LAB_SHUTDOWN_TIMEOUT"},
 		{"unknown flag", []string{"-nope"}, nil, nil, "-nope"},
 		{"stray argument", []string{"serve"}, nil, nil, `unexpected argument "serve"`},

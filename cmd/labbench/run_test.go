@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/google/uuid"
+)
+
+func TestFlags(t *testing.T) {
+	var stderr bytes.Buffer
+	if code := run(context.Background(), []string{"labbench", "-scenarios", "rtt,nope"}, func(string) string { return "" }, &stderr, &stderr); code != 2 || !strings.Contains(stderr.String(), `"nope"`) {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+	b, err := parseFlags([]string{"labbench", "-short", "-reps", "2"}, func(string) string { return "" }, &stderr)
+	if err != nil || b.reps != 2 || b.idle != 100 || b.duration >= time.Second || len(b.scenarios) != 5 {
+		t.Fatalf("short: %+v, %v", b, err)
+	}
+}
+
+// The baseline speaks the lab's protocol shape: a state frame on connect,
+// and one to every connection of the session per received frame, with a
+// growing seq.
+func TestBaseline(t *testing.T) {
+	ts := httptest.NewServer((&baseline{sessions: map[string]*baseSession{}}).handler())
+	defer ts.Close()
+	srv := &server{name: "baseline", base: ts.URL}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	id := uuid.NewString()
+	a, err := dial(ctx, srv, id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.CloseNow()
+	b, err := dial(ctx, srv, id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.CloseNow()
+	for _, ws := range []*websocket.Conn{a, b} {
+		if seq, err := readState(ctx, ws); err != nil || seq != 0 {
+			t.Fatalf("first frame: seq %d, %v", seq, err)
+		}
+	}
+	var g opGen
+	if err := send(ctx, a, g.next()); err != nil {
+		t.Fatal(err)
+	}
+	for _, ws := range []*websocket.Conn{a, b} {
+		_, data, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f struct {
+			Type  string
+			Seq   uint64
+			Queue []struct{ Label string }
+		}
+		if err := json.Unmarshal(data, &f); err != nil || f.Type != "state" || f.Seq != 1 || len(f.Queue) != 5 || len(data) < 2500 || len(data) > 4000 {
+			t.Fatalf("frame of %d bytes: %+v, %v", len(data), f, err)
+		}
+	}
+}
+
+func TestOps(t *testing.T) {
+	var g opGen
+	for i := 1; i <= preloads; i++ {
+		if !json.Valid(g.preload(i)) {
+			t.Fatal("preload frame is not JSON")
+		}
+	}
+	want := []string{`{"type":"queueReply"`, `{"type":"deliver","message":6}`, `{"type":"start"}`}
+	for _, w := range want {
+		if f := g.next(); !json.Valid(f) || !strings.HasPrefix(string(f), w) {
+			t.Fatalf("op %s, want %s", f, w)
+		}
+	}
+	if seq, ok := frameSeq([]byte(`{"type":"state","session":"x","seq":42,"call":{}}`)); !ok || seq != 42 {
+		t.Fatalf("frameSeq = %d, %v", seq, ok)
+	}
+	if _, ok := frameSeq([]byte(`{"type":"error","error":"no"}`)); ok {
+		t.Fatal("an error frame has no seq")
+	}
+}

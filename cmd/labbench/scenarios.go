@@ -1,0 +1,567 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/google/uuid"
+)
+
+// metrics are one measurement of one scenario against one server.
+type metrics map[string]float64
+
+// preloadRaw is the i-th reply a session is loaded with before measuring,
+// so that its state frame is about the baseline's 3 KB.
+func preloadRaw(i int) string {
+	return fmt.Sprintf(`{"runId":"run-1","callId":"lookup","kind":"completed","output":"Preloaded answer %d: %s"}`, i, strings.Repeat("lorem ipsum dolor sit amet ", 9))
+}
+
+const preloads = 5
+
+// rotateOps is how many measured ops a closed-loop client sends to one
+// session before it moves to a fresh one, so the lab's state frame stays
+// between about 2.3 and 4 KB, like the baseline's fixed 3 KB.
+const rotateOps = 30
+
+// opGen yields a session's ops in the lab's own walkthrough order: queue a
+// reply, deliver it, start a new run, again.
+type opGen struct{ n, held int }
+
+func (g *opGen) preload(i int) []byte {
+	g.held++
+	return queueReplyFrame(preloadRaw(i))
+}
+
+func (g *opGen) next() []byte {
+	g.n++
+	switch g.n % 3 {
+	case 1:
+		g.held++
+		return queueReplyFrame(`{"runId":"run-2","callId":"lookup","kind":"completed","output":"New answer"}`)
+	case 2:
+		return append(strconv.AppendInt([]byte(`{"type":"deliver","message":`), int64(g.held), 10), '}')
+	}
+	return []byte(`{"type":"start"}`)
+}
+
+func queueReplyFrame(raw string) []byte {
+	b := []byte(`{"type":"queueReply","raw":`)
+	b = strconv.AppendQuote(b, raw) // raw is ASCII: Go's quoting is valid JSON
+	return append(b, '}')
+}
+
+// frameSeq returns a state frame's seq, or ok false for any other frame.
+func frameSeq(data []byte) (seq uint64, ok bool) {
+	if !bytes.HasPrefix(data, []byte(`{"type":"state"`)) {
+		return 0, false
+	}
+	i := bytes.Index(data, []byte(`"seq":`))
+	if i < 0 {
+		return 0, false
+	}
+	j := i + len(`"seq":`)
+	k := j
+	for k < len(data) && data[k] >= '0' && data[k] <= '9' {
+		k++
+	}
+	n, err := strconv.ParseUint(string(data[j:k]), 10, 64)
+	return n, err == nil
+}
+
+func dial(ctx context.Context, srv *server, session string, client *http.Client) (*websocket.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, srv.wsURL(session), &websocket.DialOptions{HTTPClient: client})
+	if err != nil {
+		return nil, fmt.Errorf("dialing %s: %w", srv.name, err)
+	}
+	ws.SetReadLimit(8 << 20)
+	return ws, nil
+}
+
+// readState reads until a state frame; an error frame is a bench failure:
+// the workload is meant to be all valid.
+func readState(ctx context.Context, ws *websocket.Conn) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	_, data, err := ws.Read(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("reading a state frame: %w", err)
+	}
+	seq, ok := frameSeq(data)
+	if !ok {
+		return 0, fmt.Errorf("got %.200s, want a state frame", data)
+	}
+	return seq, nil
+}
+
+func send(ctx context.Context, ws *websocket.Conn, frame []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := ws.Write(ctx, websocket.MessageText, frame); err != nil {
+		return fmt.Errorf("sending a frame: %w", err)
+	}
+	return nil
+}
+
+// closedLoop runs one client that sends an op, waits for its state, sends
+// the next, until the deadline; every rotateOps ops it moves to a fresh
+// session. Latencies after warm go to lat.
+func closedLoop(ctx context.Context, srv *server, warm, until time.Time, lat *samples) (ops int, err error) {
+	for time.Now().Before(until) {
+		ws, err := dial(ctx, srv, uuid.NewString(), nil)
+		if err != nil {
+			return ops, err
+		}
+		err = func() error {
+			defer ws.CloseNow()
+			if _, err := readState(ctx, ws); err != nil {
+				return err
+			}
+			var g opGen
+			for i := 1; i <= preloads; i++ {
+				if err := send(ctx, ws, g.preload(i)); err != nil {
+					return err
+				}
+				if _, err := readState(ctx, ws); err != nil {
+					return err
+				}
+				ops++
+			}
+			for i := 0; i < rotateOps && time.Now().Before(until); i++ {
+				t0 := time.Now()
+				if err := send(ctx, ws, g.next()); err != nil {
+					return err
+				}
+				if _, err := readState(ctx, ws); err != nil {
+					return err
+				}
+				if t0.After(warm) {
+					lat.add(time.Since(t0))
+				}
+				ops++
+			}
+			ws.Close(websocket.StatusNormalClosure, "")
+			return nil
+		}()
+		if err != nil {
+			return ops, err
+		}
+	}
+	return ops, nil
+}
+
+func (b *bench) rtt(ctx context.Context, srv *server) (metrics, error) {
+	var lat samples
+	now := time.Now()
+	if _, err := closedLoop(ctx, srv, now.Add(b.duration/5), now.Add(b.duration), &lat); err != nil {
+		return nil, err
+	}
+	return metrics{"p50 ms": lat.ms(50), "p99 ms": lat.ms(99)}, nil
+}
+
+func (b *bench) throughput(ctx context.Context, srv *server) (metrics, error) {
+	var lat samples
+	var mu sync.Mutex
+	var total int
+	var errs []error
+	// Warm up first, then measure CPU over a fixed window.
+	runFor := func(d time.Duration) {
+		until := time.Now().Add(d)
+		var wg sync.WaitGroup
+		for range b.loops {
+			wg.Go(func() {
+				n, err := closedLoop(ctx, srv, until, until, &lat)
+				mu.Lock()
+				total += n
+				errs = append(errs, err)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+	}
+	runFor(b.duration / 5)
+	cpu0, err := srv.cpuSeconds()
+	if err != nil {
+		return nil, err
+	}
+	total = 0
+	t0 := time.Now()
+	runFor(b.duration)
+	elapsed := time.Since(t0)
+	cpu1, err := srv.cpuSeconds()
+	if err := errors.Join(append(errs, err)...); err != nil {
+		return nil, err
+	}
+	if total == 0 {
+		return nil, errors.New("no ops completed")
+	}
+	return metrics{
+		"ops/s":          float64(total) / elapsed.Seconds(),
+		"CPU s/1000 ops": (cpu1 - cpu0) / float64(total) * 1000,
+	}, nil
+}
+
+// idle opens b.idle connections on b.idle/10 sessions, each reading its
+// first state, and charges the server's RSS growth to them.
+func (b *bench) idleConns(ctx context.Context, srv *server) (metrics, error) {
+	sessions := max(b.idle/10, 1)
+	ids := make([]string, sessions)
+	for i := range ids {
+		ids[i] = uuid.NewString()
+	}
+	before, err := srv.rssKiB()
+	if err != nil {
+		return nil, err
+	}
+	conns := make([]*websocket.Conn, b.idle)
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.CloseNow()
+			}
+		}
+	}()
+	err = parallel(b.idle, 32, func(i int) error {
+		ws, err := dial(ctx, srv, ids[i%sessions], nil)
+		if err != nil {
+			return err
+		}
+		conns[i] = ws
+		_, err = readState(ctx, ws)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	time.Sleep(500 * time.Millisecond) // let the server settle after the dial storm
+	after, err := srv.rssKiB()
+	if err != nil {
+		return nil, err
+	}
+	return metrics{"RSS KiB/conn": float64(after-before) / float64(b.idle)}, nil
+}
+
+// parallel runs f(0..n-1) on at most width goroutines and returns the first error.
+func parallel(n, width int, f func(int) error) error {
+	var mu sync.Mutex
+	var first error
+	next := 0
+	var wg sync.WaitGroup
+	for range min(width, n) {
+		wg.Go(func() {
+			for {
+				mu.Lock()
+				i := next
+				next++
+				stop := first != nil || i >= n
+				mu.Unlock()
+				if stop {
+					return
+				}
+				if err := f(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+// classShape is one class run: sessions × tabs, an op per session about
+// every interval, for duration (a fifth more warms up), and optionally a
+// connection that never reads, there half of the time.
+type classShape struct {
+	sessions, tabs int
+	interval       time.Duration
+	duration       time.Duration
+	slow           bool
+}
+
+// classResult holds the latencies of a class run; lastSlow those of ops sent
+// while the connection that never reads was there.
+type classResult struct {
+	sender, last, lastSlow samples
+}
+
+// op is one change in flight: who sent it, when, and who has seen it.
+type op struct {
+	sent   time.Time
+	slow   bool // sent while the connection that never reads was there
+	sender int
+	seen   int  // other tabs that received it
+	got    bool // the sender received it
+	record bool
+	mine   chan struct{}
+}
+
+type classSession struct {
+	id   string
+	tabs []*websocket.Conn
+	res  *classResult
+	slow *atomic.Bool
+
+	mu  sync.Mutex
+	ops map[uint64]*op
+	err error
+}
+
+// class runs a class: each session's driver sends an op from a random tab,
+// waits for the sender's state, then sleeps a jittered interval; every tab
+// reads, and the reader that completes an op's fan-out records the
+// last-tab latency. Ops are matched to frames by seq: each session has one
+// op in flight, so op n makes state n.
+//
+// An instructor watcher (issue 6) fits here as one more reader per run,
+// subscribed to every session, recording its own lag per seq.
+func (b *bench) class(ctx context.Context, srv *server, shape classShape) (*classResult, error) {
+	res := &classResult{}
+	sessions := make([]*classSession, shape.sessions)
+	var allConns []*websocket.Conn
+	var mu sync.Mutex
+	defer func() {
+		for _, c := range allConns {
+			c.CloseNow()
+		}
+	}()
+	var slowOn atomic.Bool
+	for i := range sessions {
+		sessions[i] = &classSession{id: uuid.NewString(), res: res, slow: &slowOn, ops: make(map[uint64]*op), tabs: make([]*websocket.Conn, shape.tabs)}
+	}
+	err := parallel(shape.sessions*shape.tabs, 32, func(i int) error {
+		s := sessions[i/shape.tabs]
+		ws, err := dial(ctx, srv, s.id, nil)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		allConns = append(allConns, ws)
+		mu.Unlock()
+		s.tabs[i%shape.tabs] = ws
+		_, err = readState(ctx, ws)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var readers sync.WaitGroup
+	for _, s := range sessions {
+		for t, ws := range s.tabs {
+			readers.Go(func() { s.read(runCtx, t, ws) })
+		}
+	}
+	start := time.Now()
+	warm, until := start.Add(shape.duration/5), start.Add(shape.duration)
+	var drivers sync.WaitGroup
+	errs := make([]error, len(sessions)+1)
+	if shape.slow {
+		drivers.Go(func() { errs[len(sessions)] = slowPhases(runCtx, srv, sessions[0].id, &slowOn, warm, until) })
+	}
+	for i, s := range sessions {
+		drivers.Go(func() { errs[i] = s.drive(runCtx, shape.interval, warm, until) })
+	}
+	drivers.Wait()
+	// Give the last fan-outs a moment, then stop the readers.
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	for _, c := range allConns {
+		c.CloseNow()
+	}
+	readers.Wait()
+	for _, s := range sessions {
+		errs = append(errs, s.err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// slowPhases alternates, in six phases after the warm-up, a class without
+// and with a connection that never reads (in the first session): both halves
+// then share the machine's noise, which on a shared machine is larger than
+// what is measured. Each "with" phase dials a fresh such connection; its
+// buffers fill within a few frames and the server's writes to it block.
+func slowPhases(ctx context.Context, srv *server, session string, on *atomic.Bool, warm, until time.Time) error {
+	const phases = 6
+	phase := until.Sub(warm) / phases
+	var ws *websocket.Conn
+	defer func() {
+		if ws != nil {
+			ws.CloseNow()
+		}
+	}()
+	for i := range phases {
+		select {
+		case <-time.After(time.Until(warm.Add(time.Duration(i) * phase))):
+		case <-ctx.Done():
+			return nil
+		}
+		if i%2 == 0 {
+			on.Store(false)
+			if ws != nil {
+				ws.CloseNow()
+				ws = nil
+			}
+			continue
+		}
+		var err error
+		if ws, err = dial(ctx, srv, session, slowClient()); err != nil {
+			return err
+		}
+		on.Store(true) // never read: the server's writes to it back up
+	}
+	return nil
+}
+
+// slowClient dials with a tiny receive buffer, so a connection that never
+// reads pushes back on the server after a few frames.
+func slowClient() *http.Client {
+	d := &net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+		})
+		return errors.Join(err, serr)
+	}}
+	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
+}
+
+func (s *classSession) drive(ctx context.Context, interval time.Duration, warm, until time.Time) error {
+	var g opGen
+	var seq uint64
+	step := func(frame []byte, record bool) error {
+		seq++
+		o := &op{sent: time.Now(), slow: s.slow.Load(), sender: rand.IntN(len(s.tabs)), record: record, mine: make(chan struct{})}
+		s.mu.Lock()
+		s.ops[seq] = o
+		s.mu.Unlock()
+		if err := send(ctx, s.tabs[o.sender], frame); err != nil {
+			return err
+		}
+		select {
+		case <-o.mine:
+			return nil
+		case <-ctx.Done():
+			return nil
+		case <-time.After(30 * time.Second):
+			return fmt.Errorf("session %s: no state for op %d within 30s", s.id, seq)
+		}
+	}
+	for i := 1; i <= preloads; i++ {
+		if err := step(g.preload(i), false); err != nil {
+			return err
+		}
+	}
+	// Start at a random point of the first interval so sessions do not move in step.
+	next := time.Now().Add(rand.N(interval))
+	for next.Before(until) {
+		select {
+		case <-time.After(time.Until(next)):
+		case <-ctx.Done():
+			return nil
+		}
+		t0 := time.Now()
+		if err := step(g.next(), t0.After(warm)); err != nil {
+			return err
+		}
+		// ~interval between ops, ±50%.
+		next = t0.Add(interval/2 + rand.N(interval))
+	}
+	return nil
+}
+
+func (s *classSession) read(ctx context.Context, tab int, ws *websocket.Conn) {
+	for {
+		_, data, err := ws.Read(ctx)
+		if err != nil {
+			return
+		}
+		now := time.Now()
+		seq, ok := frameSeq(data)
+		s.mu.Lock()
+		if !ok {
+			if s.err == nil {
+				s.err = fmt.Errorf("session %s tab %d: got %.200s, want a state frame", s.id, tab, data)
+			}
+			s.mu.Unlock()
+			continue
+		}
+		o := s.ops[seq]
+		if o == nil {
+			s.mu.Unlock()
+			continue
+		}
+		if tab == o.sender {
+			o.got = true
+			close(o.mine)
+			if o.record {
+				s.res.sender.add(now.Sub(o.sent))
+			}
+		} else {
+			o.seen++
+			if o.seen == len(s.tabs)-1 && o.record {
+				if o.slow {
+					s.res.lastSlow.add(now.Sub(o.sent))
+				} else {
+					s.res.last.add(now.Sub(o.sent))
+				}
+			}
+		}
+		if o.got && o.seen == len(s.tabs)-1 {
+			delete(s.ops, seq)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// samples collects latencies from many goroutines.
+type samples struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (s *samples) add(d time.Duration) {
+	s.mu.Lock()
+	s.d = append(s.d, d)
+	s.mu.Unlock()
+}
+
+// ms is the p-th percentile in milliseconds (nearest rank).
+func (s *samples) ms(p float64) float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.d) == 0 {
+		return 0
+	}
+	slices.Sort(s.d)
+	i := int(p/100*float64(len(s.d))+0.5) - 1
+	i = min(max(i, 0), len(s.d)-1)
+	return float64(s.d[i]) / float64(time.Millisecond)
+}
+
+func (s *samples) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.d)
+}

@@ -1,0 +1,99 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/toolcall-lab/lab/server"
+)
+
+// A connection over the frame rate gets error frames and an unchanged
+// session; one that keeps going is closed with 1008 and a reason.
+func TestFrameRateLimit(t *testing.T) {
+	// A rate so low that no token comes back during the test: the burst is
+	// all the connection gets, and two refusals are all it may earn.
+	_, ts := runLab(t, server.Config{FrameRate: 0.001, FrameBurst: 2})
+	id := newID()
+	c, _ := dial(t, ts, id)
+	c.do(`{"type":"start"}`)
+	last := c.do(`{"type":"start"}`)
+	c.send(`{"type":"start"}`)
+	if got := c.refused(); !strings.Contains(got, "too many frames") {
+		t.Fatalf("over the limit: %q, want a too-many-frames error", got)
+	}
+	// Another tab of the session is not limited by this one, and sees the
+	// session unchanged.
+	other, f := dial(t, ts, id)
+	if f.Seq != last.Seq {
+		t.Fatalf("refused frame changed the session: seq %d, want %d", f.Seq, last.Seq)
+	}
+	other.do(`{"type":"queueDeadline"}`)
+
+	c.send(`{"type":"start"}`)
+	c.send(`{"type":"start"}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var err error
+	for frames := 0; err == nil && frames < 10; frames++ {
+		_, _, err = c.ws.Read(ctx) // the other tab's state, the second refusal, then the close
+	}
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.StatusPolicyViolation || !strings.Contains(ce.Reason, "too many frames") {
+		t.Fatalf("after sustained abuse: %v, want close 1008 naming too many frames", err)
+	}
+}
+
+// dialRefused expects the upgrade to be refused before it happens and
+// returns the HTTP status and body.
+func dialRefused(t *testing.T, ts *httptest.Server, id string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ws, resp, err := websocket.Dial(ctx, wsURL(ts, id), nil)
+	if err == nil {
+		ws.CloseNow()
+		t.Fatalf("dial %s was accepted, want it refused", id)
+	}
+	if resp == nil {
+		t.Fatalf("dial %s: %v, with no HTTP response", id, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func TestConnectionCaps(t *testing.T) {
+	_, ts := runLab(t, server.Config{MaxConns: 3, MaxSessionConns: 2})
+	a, b := newID(), newID()
+	first, _ := dial(t, ts, a)
+	dial(t, ts, a)
+	if code, body := dialRefused(t, ts, a); code != http.StatusServiceUnavailable || !strings.Contains(body, "this session has 2 connections open") {
+		t.Fatalf("third tab of a session: %d %q", code, body)
+	}
+	dial(t, ts, b)
+	if code, body := dialRefused(t, ts, b); code != http.StatusServiceUnavailable || !strings.Contains(body, "the lab is full: 3 connections") {
+		t.Fatalf("fourth connection: %d %q", code, body)
+	}
+	// A closed connection frees its place (once its handler has gone).
+	first.ws.Close(websocket.StatusNormalClosure, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		ws, _, err := websocket.Dial(ctx, wsURL(ts, a), nil)
+		if err == nil {
+			ws.CloseNow()
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no place freed after a close: %v", err)
+		}
+	}
+}
+
