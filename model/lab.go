@@ -295,47 +295,90 @@ func (l *Lab) canHold(m Message, lim Limits) error {
 // the same state whatever the limits are now. An event that does not fit the
 // session (a corrupt log) is an error and changes nothing.
 func (l *Lab) Apply(e Event) (string, error) {
-	switch e.Kind {
-	case RunStarted:
-		l.runs++
-		l.call = Begin(runID(l.runs), CallID)
-		l.notice = NoticeStarted
-		l.accepted = 0
-	case MessageQueued, MessageInjected:
-		if e.Message.ID != len(l.queue)+1 {
-			return "", fmt.Errorf("queued message id %d, want %d", e.Message.ID, len(l.queue)+1)
-		}
-		l.queue = append(l.queue, e.Message)
-		l.heldBytes += len(e.Message.Raw)
-		if e.Kind == MessageInjected && e.Deliver {
-			l.deliver(e.Message.ID, e.By)
-		}
-	case MessageDelivered:
-		id := e.Message.ID
-		if id < 1 || id > len(l.queue) {
-			return "", fmt.Errorf("%w %d", ErrUnknownMessage, id)
-		}
-		l.deliver(id, e.By)
-	case Renamed:
-		l.name = e.Name
-	default:
-		return "", fmt.Errorf("unknown event kind %d", e.Kind)
+	c, err := l.next(e)
+	if err != nil {
+		return "", err
+	}
+	l.runs, l.call, l.notice, l.accepted, l.name = c.runs, c.call, c.notice, c.accepted, c.name
+	if c.queued != nil {
+		l.queue = append(l.queue, *c.queued)
+		l.heldBytes += len(c.queued.Raw)
+	}
+	if c.receipt != nil {
+		l.receipts = append(l.receipts, *c.receipt)
 	}
 	l.seq++
 	return l.notice, nil
 }
 
-// deliver applies held message id (which exists) to the current call.
-func (l *Lab) deliver(id int, by Actor) {
-	before := l.call.Status
-	u := l.queue[id-1].deliver(l.call)
-	l.call = u.Call
-	l.notice = u.Notice
-	l.receipts = append(l.receipts, Receipt{Message: id, Notice: u.Notice, By: by})
-	if !before.Final() && u.Call.Status.Final() {
-		l.accepted = id
+// Preview returns what applying e would leave, without changing the session:
+// the notice and the run that is current afterwards. The server stores both
+// with the event before it applies it, so that nothing is applied that was
+// not stored. An event Apply would refuse is refused here too.
+func (l *Lab) Preview(e Event) (notice, run string, err error) {
+	c, err := l.next(e)
+	if err != nil {
+		return "", "", err
 	}
+	return c.notice, c.call.Key.RunID, nil
 }
+
+// change is what an event does to a session: its new scalar fields and what
+// it appends. Computing it reads the session and changes nothing, so Preview
+// costs no copy of the queue or the receipts.
+type change struct {
+	runs     int
+	call     Call
+	notice   string
+	accepted int
+	name     string
+	queued   *Message // appended to the queue
+	receipt  *Receipt // appended to the receipts
+}
+
+func (l *Lab) next(e Event) (change, error) {
+	c := change{runs: l.runs, call: l.call, notice: l.notice, accepted: l.accepted, name: l.name}
+	switch e.Kind {
+	case RunStarted:
+		c.runs++
+		c.call = Begin(runID(c.runs), CallID)
+		c.notice = NoticeStarted
+		c.accepted = 0
+	case MessageQueued, MessageInjected:
+		if e.Message.ID != len(l.queue)+1 {
+			return change{}, fmt.Errorf("queued message id %d, want %d", e.Message.ID, len(l.queue)+1)
+		}
+		m := e.Message
+		c.queued = &m
+		if e.Kind == MessageInjected && e.Deliver {
+			c.deliver(m, e.By)
+		}
+	case MessageDelivered:
+		m, ok := l.Message(e.Message.ID)
+		if !ok {
+			return change{}, fmt.Errorf("%w %d", ErrUnknownMessage, e.Message.ID)
+		}
+		c.deliver(m, e.By)
+	case Renamed:
+		c.name = e.Name
+	default:
+		return change{}, fmt.Errorf("unknown event kind %d", e.Kind)
+	}
+	return c, nil
+}
+
+// deliver applies m to the current call and records the receipt; the first
+// final reply of a run remembers which message brought it.
+func (c *change) deliver(m Message, by Actor) {
+	u := m.deliver(c.call)
+	if !c.call.Status.Final() && u.Call.Status.Final() {
+		c.accepted = m.ID
+	}
+	c.call, c.notice = u.Call, u.Notice
+	c.receipt = &Receipt{Message: m.ID, Notice: u.Notice, By: by}
+}
+
+// deliver applies held message id (which exists) to the current call.
 
 // MessageView is a held message as the page lists it.
 type MessageView struct {

@@ -300,4 +300,3 @@ func (s *Server) serveInstructor(ws *websocket.Conn, remote string) {
 	gauge.Dec()
 	log.Info("websocket closed", "code", int(websocket.CloseStatus(err)), "duration", time.Since(opened).Round(time.Millisecond))
 }
-

@@ -96,4 +96,3 @@ func TestConnectionCaps(t *testing.T) {
 		}
 	}
 }
-

@@ -207,7 +207,6 @@ func (s *session) apply(p pending) {
 	v := s.lab.View()
 	frame := appendStateFrame(make([]byte, 0, len(s.frame)+256), s.id, v)
 	entry := newTimelineEntry(ev, s.lab, notice, now)
-	delta := timelineFrame(s.id, false, []timelineEntry{entry})
 	s.mu.Lock()
 	s.frame = frame
 	s.lastActive = now
@@ -217,9 +216,14 @@ func (s *session) apply(p pending) {
 	for c := range s.conns {
 		c.sendState(frame)
 	}
-	for c := range s.watchers {
-		c.sendState(frame)
-		c.sendState(delta)
+	if len(s.watchers) > 0 {
+		// Encoded only when someone watches: one small entry, under mu so
+		// that it goes out in the same order as the state.
+		delta := timelineFrame(s.id, false, []timelineEntry{entry})
+		for c := range s.watchers {
+			c.sendState(frame)
+			c.sendState(delta)
+		}
 	}
 	s.mu.Unlock()
 	s.changed()

@@ -45,6 +45,7 @@ type config struct {
 	showVersion     bool
 	data            string // SQLite file, or memoryData
 	sessionTTL      time.Duration
+	dataSync        string
 	frameRate       float64
 	frameBurst      int
 	maxConns        int
@@ -68,6 +69,7 @@ func settings(c *config) []setting {
 	c.logFormat = "text"
 	c.data = filepath.Join(".", "lab-data", "lab.db")
 	c.sessionTTL = 168 * time.Hour
+	c.dataSync = "normal"
 	c.frameRate, c.frameBurst = 20, 40
 	c.maxConns, c.maxSessionConns, c.maxSessions = 10_000, 32, 10_000
 	return []setting{
@@ -79,6 +81,7 @@ func settings(c *config) []setting {
 		{"max-receipts", "LAB_MAX_RECEIPTS", "deliveries recorded per session", intValue{&c.limits.MaxReceipts}},
 		{"shutdown-timeout", "LAB_SHUTDOWN_TIMEOUT", "how long shutdown waits for connections to close", durationValue{&c.shutdownTimeout}},
 		{"data", "LAB_DATA", "SQLite file holding the sessions (created with its directory on first run); " + memoryData + " keeps them in memory only", stringValue{&c.data}},
+		{"data-sync", "LAB_DATA_SYNC", "normal: a change survives kill -9 and restarts; full: also a power cut, for an fsync per commit", choiceValue{&c.dataSync, []string{"normal", "full"}}},
 		{"session-ttl", "LAB_SESSION_TTL", "idle time (no change, no open page) after which a session is deleted", durationValue{&c.sessionTTL}},
 		{"log-format", "LAB_LOG_FORMAT", "log format: text or json", choiceValue{&c.logFormat, []string{"text", "json"}}},
 		{"log-level", "LAB_LOG_LEVEL", "least log level: debug, info, warn or error", levelValue{&c.logLevel}},
@@ -352,7 +355,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 		return errors.New("-data is empty: give a file, or " + memoryData)
 	}
 	if cfg.data != memoryData {
-		st, err := store.OpenSQLite(cfg.data, store.Options{})
+		st, err := store.OpenSQLite(cfg.data, store.Options{FullSync: cfg.dataSync == "full"})
 		if err != nil {
 			return err // names the file
 		}

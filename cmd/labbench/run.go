@@ -36,7 +36,7 @@ type bench struct {
 	stderr        io.Writer
 }
 
-var allScenarios = []string{"rtt", "class", "idle", "throughput", "slow", "scale"}
+var allScenarios = []string{"rtt", "rtt-durable", "class", "idle", "throughput", "slow", "scale"}
 
 // run is the whole program; it returns the exit status: 0 when the
 // benchmark ran (whether or not goals were met), 1 when it broke, 2 for bad
@@ -70,7 +70,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*bench, error) {
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scen := fs.String("scenarios", "rtt,class,idle,throughput,slow", "comma-separated scenarios: "+strings.Join(allScenarios, ", ")+" (scale is 5,000 connections, lab only, run once)")
+	scen := fs.String("scenarios", "rtt,rtt-durable,class,idle,throughput,slow", "comma-separated scenarios: "+strings.Join(allScenarios, ", ")+" (scale is 5,000 connections, lab only, run once)")
 	b := &bench{stderr: stderr}
 	fs.DurationVar(&b.duration, "duration", 3*time.Second, "measured time of one scenario against one server (a fifth more warms up)")
 	fs.IntVar(&b.sessions, "sessions", 30, "class: sessions")
@@ -161,7 +161,9 @@ func (b *bench) run(ctx context.Context, stdout io.Writer) error {
 	}
 	lab := target{
 		name: "lab", bin: b.labBin,
-		args: append([]string{"-addr", "127.0.0.1:0"}, b.labFlags...),
+		// In memory unless -lab-flags says otherwise: the ratios compare
+		// the servers; rtt-durable measures the event log on its own.
+		args: append([]string{"-addr", "127.0.0.1:0", "-data", ":memory:"}, b.labFlags...),
 		// The workload is closed loops far above a person's click rate, so
 		// the per-connection frame limit is lifted (it still runs, and is
 		// measured); -lab-flags win over these.
@@ -207,13 +209,23 @@ func (b *bench) run(ctx context.Context, stdout io.Writer) error {
 // measure runs one scenario against a fresh server of kind t, so that
 // memory and CPU are that scenario's alone.
 func (b *bench) measure(ctx context.Context, sc string, t target) (m metrics, err error) {
-	srv, err := start(ctx, t.name, t.bin, t.args, t.env)
+	args := t.args
+	if sc == "rtt-durable" && t.name == "lab" {
+		// A fresh SQLite file on the disk, fsynced on every commit.
+		dir, err := os.MkdirTemp("", "labbench-data")
+		if err != nil {
+			return nil, fmt.Errorf("making a data dir: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		args = append(slices.Clone(args), "-data", filepath.Join(dir, "lab.db"))
+	}
+	srv, err := start(ctx, t.name, t.bin, args, t.env)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, srv.stop()) }()
 	switch sc {
-	case "rtt":
+	case "rtt", "rtt-durable":
 		return b.rtt(ctx, srv)
 	case "throughput":
 		return b.throughput(ctx, srv)
@@ -292,6 +304,8 @@ func rows(b *bench) []row {
 	return []row{
 		{scenario: "rtt", metric: "p50 ms"},
 		{scenario: "rtt", metric: "p99 ms", goal: 1.5},
+		{scenario: "rtt-durable", metric: "p50 ms"},
+		{scenario: "rtt-durable", metric: "p99 ms", goal: 2},
 		{scenario: "class", metric: "sender p50 ms"},
 		{scenario: "class", metric: "sender p99 ms"},
 		{scenario: "class", metric: "last-tab p50 ms"},

@@ -19,7 +19,7 @@ func TestFlags(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
 	}
 	b, err := parseFlags([]string{"labbench", "-short", "-reps", "2"}, func(string) string { return "" }, &stderr)
-	if err != nil || b.reps != 2 || b.idle != 100 || b.duration >= time.Second || len(b.scenarios) != 5 {
+	if err != nil || b.reps != 2 || b.idle != 100 || b.duration >= time.Second || len(b.scenarios) != 6 {
 		t.Fatalf("short: %+v, %v", b, err)
 	}
 }

@@ -56,6 +56,13 @@ type Options struct {
 	// BusyTimeout is how long a write waits for a lock held by another
 	// process before it fails. Default 2 s: a student waits no longer.
 	BusyTimeout time.Duration
+	// FullSync makes every commit wait for an fsync (synchronous=FULL), so
+	// that a commit also survives a power cut. The default (NORMAL, in WAL
+	// mode) survives a crash or kill -9 of the process, which is what a
+	// restart needs; a power cut may then lose the last commits, never
+	// corrupt the file. An fsync costs every change about half a
+	// millisecond on our machines (BENCHMARKS.md, rtt-durable).
+	FullSync bool
 }
 
 // SQLite is the durable store: one SQLite file in WAL mode.
@@ -97,12 +104,14 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 			return nil, fmt.Errorf("creating the data directory %s: %w", dir, err)
 		}
 	}
-	// synchronous=FULL: in WAL mode NORMAL survives a crash of the process
-	// (kill -9) but may lose the last commits on power loss, and a client
-	// must never have seen a change that is then lost. FULL costs one fsync
-	// per commit, which group commit shares among all concurrent appends.
+	// See Options.FullSync. Either way group commit shares one commit (and
+	// its fsync, if any) among all concurrent appends.
+	synchronous := "synchronous(NORMAL)"
+	if opt.FullSync {
+		synchronous = "synchronous(FULL)"
+	}
 	q := url.Values{}
-	for _, p := range []string{"journal_mode(WAL)", "synchronous(FULL)", fmt.Sprintf("busy_timeout(%d)", opt.BusyTimeout.Milliseconds())} {
+	for _, p := range []string{"journal_mode(WAL)", synchronous, fmt.Sprintf("busy_timeout(%d)", opt.BusyTimeout.Milliseconds())} {
 		q.Add("_pragma", p)
 	}
 	q.Set("_txlock", "immediate") // take the write lock at BEGIN, where busy_timeout applies

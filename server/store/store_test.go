@@ -271,3 +271,17 @@ func TestSQLiteKeepsTextExactly(t *testing.T) {
 		t.Fatalf("%v %+v", err, got)
 	}
 }
+
+// TestSQLiteSyncMode: NORMAL unless FullSync asks for an fsync per commit.
+func TestSQLiteSyncMode(t *testing.T) {
+	for full, want := range map[bool]int{false: 1, true: 2} {
+		s := openTemp(t, Options{FullSync: full})
+		var got int
+		if err := s.db.QueryRow("PRAGMA synchronous").Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("FullSync %v: synchronous = %d, want %d", full, got, want)
+		}
+	}
+}
