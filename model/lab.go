@@ -394,24 +394,35 @@ type LabView struct {
 	Call     CallView
 	Notice   string
 	Draft    string
-	Queue    []MessageView
-	Receipts []Receipt
-	Name     string // the student's display name, "" when unset
+	Queue    []MessageView // from ViewSince: only the messages after the first held
+	Receipts []Receipt     // from ViewSince: only the receipts after the first receipts
+	Name     string        // the student's display name, "" when unset
+	Held     int           // held messages in all
+	Received int           // receipts in all
 }
 
 // View presents the session. The slices are fresh copies.
-func (l *Lab) View() LabView {
+func (l *Lab) View() LabView { return l.ViewSince(0, 0) }
+
+// ViewSince is View with only the held messages and receipts added after an
+// earlier view that had held and received of them. Both lists only grow and
+// their entries never change, so a client of the model can keep what it has
+// already presented and take only what is new.
+func (l *Lab) ViewSince(held, received int) LabView {
+	held, received = min(max(held, 0), len(l.queue)), min(max(received, 0), len(l.receipts))
 	v := LabView{
 		Seq:      l.seq,
 		Call:     l.call.View(),
 		Notice:   l.notice,
 		Draft:    Draft(l.call.Key),
-		Queue:    make([]MessageView, len(l.queue)),
-		Receipts: append([]Receipt(nil), l.receipts...),
+		Queue:    make([]MessageView, 0, len(l.queue)-held),
+		Receipts: append([]Receipt(nil), l.receipts[received:]...),
 		Name:     l.name,
+		Held:     len(l.queue),
+		Received: len(l.receipts),
 	}
-	for i, m := range l.queue {
-		v.Queue[i] = MessageView{ID: m.ID, Kind: m.Kind.String(), From: m.From.String(), Label: m.Label()}
+	for _, m := range l.queue[held:] {
+		v.Queue = append(v.Queue, MessageView{ID: m.ID, Kind: m.Kind.String(), From: m.From.String(), Label: m.Label()})
 	}
 	return v
 }

@@ -242,6 +242,17 @@ func FuzzReplay(f *testing.F) {
 		if !reflect.DeepEqual(replayed.View(), live.View()) {
 			t.Fatalf("replay differs:\n%+v\n%+v", replayed.View(), live.View())
 		}
+		// ViewSince is View's tail, whatever was presented before.
+		all := live.View()
+		for _, k := range []int{0, 1, len(all.Queue) / 2, len(all.Queue), len(all.Queue) + 3} {
+			tail := live.ViewSince(k, k)
+			q, r := all.Queue[min(k, len(all.Queue)):], all.Receipts[min(k, len(all.Receipts)):]
+			if !reflect.DeepEqual(tail.Queue, q) && (len(q) > 0 || len(tail.Queue) > 0) ||
+				!reflect.DeepEqual(tail.Receipts, r) && (len(r) > 0 || len(tail.Receipts) > 0) ||
+				tail.Held != len(all.Queue) || tail.Received != len(all.Receipts) || tail.Call != all.Call {
+				t.Fatalf("ViewSince(%d, %d) = %+v, want the tail of %+v", k, k, tail, all)
+			}
+		}
 		if live.Seq() != uint64(len(events)) {
 			t.Fatalf("seq %d after %d events", live.Seq(), len(events))
 		}

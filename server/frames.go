@@ -149,11 +149,51 @@ func messageField(v jsjson.Value) (int, error) {
 	return int(f), nil
 }
 
-// appendStateFrame encodes the whole session state; it runs once per change
-// and the bytes go to every connection of the session.
-func appendStateFrame(b []byte, session string, v model.LabView) []byte {
+// stateEncoder encodes one session's state frames, once per change; the
+// bytes go to every connection of the session. Held messages and receipts
+// never change once added, so it keeps them encoded and encodes only what a
+// change adds: a frame costs its header and one copy, not the whole state.
+type stateEncoder struct {
+	session         string
+	queue, receipts []byte // encoded entries, comma-separated
+	held, received  int    // entries encoded so far
+}
+
+// frame encodes the state of l, which must be the same session as at every
+// earlier call, and returns the view it presented.
+func (e *stateEncoder) frame(l *model.Lab) ([]byte, model.LabView) {
+	v := l.ViewSince(e.held, e.received)
+	for _, m := range v.Queue {
+		if len(e.queue) > 0 {
+			e.queue = append(e.queue, ',')
+		}
+		e.queue = append(e.queue, `{"id":`...)
+		e.queue = strconv.AppendInt(e.queue, int64(m.ID), 10)
+		e.queue = append(e.queue, `,"kind":`...)
+		e.queue = jsjson.AppendString(e.queue, m.Kind)
+		e.queue = append(e.queue, `,"from":`...)
+		e.queue = jsjson.AppendString(e.queue, m.From)
+		e.queue = append(e.queue, `,"label":`...)
+		e.queue = jsjson.AppendString(e.queue, m.Label)
+		e.queue = append(e.queue, '}')
+	}
+	for _, r := range v.Receipts {
+		if len(e.receipts) > 0 {
+			e.receipts = append(e.receipts, ',')
+		}
+		e.receipts = append(e.receipts, `{"message":`...)
+		e.receipts = strconv.AppendInt(e.receipts, int64(r.Message), 10)
+		e.receipts = append(e.receipts, `,"notice":`...)
+		e.receipts = jsjson.AppendString(e.receipts, r.Notice)
+		e.receipts = append(e.receipts, `,"by":`...)
+		e.receipts = jsjson.AppendString(e.receipts, r.By.String())
+		e.receipts = append(e.receipts, '}')
+	}
+	e.held, e.received = v.Held, v.Received
+
+	b := make([]byte, 0, 512+len(e.queue)+len(e.receipts))
 	b = append(b, `{"type":"state","session":`...)
-	b = jsjson.AppendString(b, session)
+	b = jsjson.AppendString(b, e.session)
 	b = append(b, `,"seq":`...)
 	b = strconv.AppendUint(b, v.Seq, 10)
 	b = append(b, `,"call":{"runId":`...)
@@ -169,36 +209,12 @@ func appendStateFrame(b []byte, session string, v model.LabView) []byte {
 	b = append(b, `,"draft":`...)
 	b = jsjson.AppendString(b, v.Draft)
 	b = append(b, `,"queue":[`...)
-	for i, m := range v.Queue {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"id":`...)
-		b = strconv.AppendInt(b, int64(m.ID), 10)
-		b = append(b, `,"kind":`...)
-		b = jsjson.AppendString(b, m.Kind)
-		b = append(b, `,"from":`...)
-		b = jsjson.AppendString(b, m.From)
-		b = append(b, `,"label":`...)
-		b = jsjson.AppendString(b, m.Label)
-		b = append(b, '}')
-	}
+	b = append(b, e.queue...)
 	b = append(b, `],"receipts":[`...)
-	for i, r := range v.Receipts {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"message":`...)
-		b = strconv.AppendInt(b, int64(r.Message), 10)
-		b = append(b, `,"notice":`...)
-		b = jsjson.AppendString(b, r.Notice)
-		b = append(b, `,"by":`...)
-		b = jsjson.AppendString(b, r.By.String())
-		b = append(b, '}')
-	}
+	b = append(b, e.receipts...)
 	b = append(b, `],"name":`...)
 	b = jsjson.AppendString(b, v.Name)
-	return append(b, '}')
+	return append(b, '}'), v
 }
 
 func errorFrame(msg string) []byte {

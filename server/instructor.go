@@ -43,7 +43,7 @@ type sessionRow struct {
 func newRow(id string, v model.LabView, now time.Time) sessionRow {
 	return sessionRow{
 		ID: id, Name: v.Name, RunID: v.Call.RunID, Status: v.Call.Status,
-		Held: len(v.Queue), Receipts: len(v.Receipts), Seq: v.Seq, LastActivity: now,
+		Held: v.Held, Receipts: v.Received, Seq: v.Seq, LastActivity: now,
 	}
 }
 

@@ -44,7 +44,8 @@ type session struct {
 	lastActive time.Time // the last change or disconnect
 	expiring   bool      // the janitor is deleting it; guarded by Server.mu
 
-	lab *model.Lab // owned by the current drainer
+	lab *model.Lab   // owned by the current drainer
+	enc stateEncoder // owned by the current drainer
 
 	admitted int // connections admitted to it; guarded by Server.mu
 }
@@ -61,10 +62,10 @@ func newSession(id string, cfg *Config, m *metrics, changed func()) *session {
 	s := &session{
 		id: id, limits: cfg.Limits, metrics: m, store: cfg.Store, now: cfg.Now, changed: changed,
 		conns: make(map[*conn]struct{}), watchers: make(map[*conn]struct{}),
-		lab: model.NewLab(), lastActive: now,
+		lab: model.NewLab(), enc: stateEncoder{session: id}, lastActive: now,
 	}
-	v := s.lab.View()
-	s.frame = appendStateFrame(nil, id, v)
+	frame, v := s.enc.frame(s.lab)
+	s.frame = frame
 	s.row = newRow(id, v, now)
 	return s
 }
@@ -83,8 +84,8 @@ func restoreSession(info store.Session, recs []store.Record, cfg *Config, m *met
 		}
 		s.timeline.add(newTimelineEntry(r.Event, s.lab, r.Notice, r.Time))
 	}
-	v := s.lab.View()
-	s.frame = appendStateFrame(nil, s.id, v)
+	frame, v := s.enc.frame(s.lab)
+	s.frame = frame
 	s.row = newRow(s.id, v, s.lastActive)
 	return s, nil
 }
@@ -204,8 +205,7 @@ func (s *session) apply(p pending) {
 	if ev.Kind == model.MessageInjected {
 		s.metrics.injections.WithLabelValues(injectMode(ev.Deliver)).Inc()
 	}
-	v := s.lab.View()
-	frame := appendStateFrame(make([]byte, 0, len(s.frame)+256), s.id, v)
+	frame, v := s.enc.frame(s.lab)
 	entry := newTimelineEntry(ev, s.lab, notice, now)
 	s.mu.Lock()
 	s.frame = frame
