@@ -23,8 +23,7 @@ var migrations = [][]string{
 		`CREATE TABLE sessions (
 			id          TEXT PRIMARY KEY,
 			name        TEXT NOT NULL DEFAULT '',
-			created     INTEGER NOT NULL,
-			last_active INTEGER NOT NULL
+			created     INTEGER NOT NULL
 		)`,
 		`CREATE TABLE events (
 			session      TEXT NOT NULL,
@@ -77,10 +76,14 @@ type SQLite struct {
 	path     string
 	db       *sql.DB
 	maxBatch int
+	// Appends' statements, prepared once: parsing them again on every
+	// commit cost more than the commit.
+	insertSession, renameSession, insertEvent *sql.Stmt
 
 	reqs      chan request  // unbuffered: a send succeeds only when the writer takes it
 	quit      chan struct{} // closed by Close
 	done      chan struct{} // closed by the writer when it has exited
+	cpDone    chan struct{} // closed by the checkpointer when it has exited
 	closeOnce sync.Once
 }
 
@@ -111,7 +114,9 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 		synchronous = "synchronous(FULL)"
 	}
 	q := url.Values{}
-	for _, p := range []string{"journal_mode(WAL)", synchronous, fmt.Sprintf("busy_timeout(%d)", opt.BusyTimeout.Milliseconds())} {
+	// wal_autocheckpoint(0): checkpoints (which fsync the database) run in
+	// the checkpointer goroutine, not inside some student's commit.
+	for _, p := range []string{"journal_mode(WAL)", synchronous, "wal_autocheckpoint(0)", fmt.Sprintf("busy_timeout(%d)", opt.BusyTimeout.Milliseconds())} {
 		q.Add("_pragma", p)
 	}
 	q.Set("_txlock", "immediate") // take the write lock at BEGIN, where busy_timeout applies
@@ -126,9 +131,19 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 	}
 	s := &SQLite{
 		path: path, db: db, maxBatch: opt.MaxBatch,
-		reqs: make(chan request), quit: make(chan struct{}), done: make(chan struct{}),
+		reqs: make(chan request), quit: make(chan struct{}), done: make(chan struct{}), cpDone: make(chan struct{}),
+	}
+	for _, p := range []struct {
+		stmt **sql.Stmt
+		sql  string
+	}{{&s.insertSession, insertSessionSQL}, {&s.renameSession, renameSessionSQL}, {&s.insertEvent, insertEventSQL}} {
+		if *p.stmt, err = db.Prepare(p.sql); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("preparing statements on %s: %w", path, err)
+		}
 	}
 	go s.writer()
+	go s.checkpointer()
 	return s, nil
 }
 
@@ -244,12 +259,36 @@ func (s *SQLite) write(ctx context.Context, op func(*sql.Tx) error) error {
 }
 
 const (
-	insertEvent = `INSERT INTO events (session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice)
+	insertEventSQL = `INSERT INTO events (session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	upsertSession = `INSERT INTO sessions (id, created, last_active) VALUES (?, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET last_active = excluded.last_active`
-	renameSession = `UPDATE sessions SET name = ? WHERE id = ?`
+	// A session's row is written with its first event; its last activity is
+	// its newest event's time, so an append writes one row, not two.
+	insertSessionSQL = `INSERT INTO sessions (id, created) VALUES (?, ?)`
+	renameSessionSQL = `UPDATE sessions SET name = ? WHERE id = ?`
 )
+
+// checkpointer copies the write-ahead log into the database once a second,
+// beside the writer (a PASSIVE checkpoint never blocks it), so that commits
+// never wait for a checkpoint and the log stays small. It stops with Close.
+func (s *SQLite) checkpointer() {
+	defer close(s.cpDone)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-tick.C:
+			s.checkpoint()
+		}
+	}
+}
+
+// checkpoint runs one PASSIVE checkpoint. A failure is not an error of
+// anyone's change: the log keeps the data and the next one tries again.
+func (s *SQLite) checkpoint() {
+	s.db.Exec("PRAGMA wal_checkpoint(PASSIVE)")
+}
 
 // Append stores r and returns once it is committed.
 func (s *SQLite) Append(ctx context.Context, r Record) error {
@@ -258,15 +297,17 @@ func (s *SQLite) Append(ctx context.Context, r Record) error {
 		return err
 	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.Exec(upsertSession, w.session, w.timeMs, w.timeMs); err != nil {
-			return err
-		}
-		if r.Event.Kind == model.Renamed {
-			if _, err := tx.Exec(renameSession, r.Event.Name, w.session); err != nil {
+		if w.seq == 1 {
+			if _, err := tx.Stmt(s.insertSession).Exec(w.session, w.timeMs); err != nil {
 				return err
 			}
 		}
-		_, err := tx.Exec(insertEvent, w.session, w.seq, w.timeMs, w.actor, w.kind, w.message,
+		if r.Event.Kind == model.Renamed {
+			if _, err := tx.Stmt(s.renameSession).Exec(r.Event.Name, w.session); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Stmt(s.insertEvent).Exec(w.session, w.seq, w.timeMs, w.actor, w.kind, w.message,
 			w.msgKind, w.msgFrom, w.raw, w.keyRun, w.keyCall, w.run, w.notice)
 		return err
 	})
@@ -315,7 +356,9 @@ func (s *SQLite) Sessions(ctx context.Context) ([]Session, error) {
 		return nil, ErrClosed
 	default:
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT id, name, created, last_active FROM sessions ORDER BY created, id`)
+	rows, err := s.db.QueryContext(ctx, `SELECT id, name, created,
+		COALESCE((SELECT time FROM events WHERE session = sessions.id ORDER BY seq DESC LIMIT 1), created)
+		FROM sessions ORDER BY created, id`)
 	if err != nil {
 		return nil, fmt.Errorf("listing sessions in %s: %w", s.path, err)
 	}
@@ -373,6 +416,8 @@ func (s *SQLite) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.quit)
 		<-s.done
+		<-s.cpDone
+		s.checkpoint()
 		err = s.db.Close()
 	})
 	return err
