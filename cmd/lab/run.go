@@ -92,7 +92,7 @@ func settings(c *config) []setting {
 		{"frame-burst", "LAB_FRAME_BURST", "frames one connection may send at once", intValue{&c.frameBurst}},
 		{"max-conns", "LAB_MAX_CONNS", "open WebSockets in all; more are answered 503", intValue{&c.maxConns}},
 		{"max-session-conns", "LAB_MAX_SESSION_CONNS", "open WebSockets per session; more are answered 503", intValue{&c.maxSessionConns}},
-		{"max-sessions", "LAB_MAX_SESSIONS", "sessions held in memory; a new one past it is answered 503", intValue{&c.maxSessions}},
+		{"max-sessions", "LAB_MAX_SESSIONS", "sessions held at most (idle ones expire after -session-ttl); a new one past it is answered 503", intValue{&c.maxSessions}},
 	}
 }
 
