@@ -165,7 +165,9 @@ func TestInstructorToken(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			var stdout, stderr syncBuffer
 			exited := make(chan int, 1)
-			go func() { exited <- run(ctx, []string{"lab", "-addr", "127.0.0.1:0", "-data", ":memory:"}, env(tc.vars), &stdout, &stderr) }()
+			go func() {
+				exited <- run(ctx, []string{"lab", "-addr", "127.0.0.1:0", "-data", ":memory:"}, env(tc.vars), &stdout, &stderr)
+			}()
 			defer func() {
 				cancel()
 				<-exited

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -300,6 +301,7 @@ type classShape struct {
 // while the connection that never reads was there.
 type classResult struct {
 	sender, last, lastSlow samples
+	watcher                samples // lab only: op sent to the instructor's overview showing it
 }
 
 // op is one change in flight: who sent it, when, and who has seen it.
@@ -319,9 +321,11 @@ type classSession struct {
 	res  *classResult
 	slow *atomic.Bool
 
-	mu  sync.Mutex
-	ops map[uint64]*op
-	err error
+	mu      sync.Mutex
+	ops     map[uint64]*op
+	unseen  map[uint64]time.Time // recorded ops the instructor's overview has not shown yet
+	watched bool                 // an instructor watches this run
+	err     error
 }
 
 // class runs a class: each session's driver sends an op from a random tab,
@@ -330,8 +334,10 @@ type classSession struct {
 // last-tab latency. Ops are matched to frames by seq: each session has one
 // op in flight, so op n makes state n.
 //
-// An instructor watcher (issue 6) fits here as one more reader per run,
-// subscribed to every session, recording its own lag per seq.
+// Against the lab, an instructor connection watches the whole class too:
+// its lag is the time from an op sent to the first overview frame showing
+// the session at that op's seq (the overview is coalesced, at most one
+// frame every 250 ms by design).
 func (b *bench) class(ctx context.Context, srv *server, shape classShape) (*classResult, error) {
 	res := &classResult{}
 	sessions := make([]*classSession, shape.sessions)
@@ -343,8 +349,12 @@ func (b *bench) class(ctx context.Context, srv *server, shape classShape) (*clas
 		}
 	}()
 	var slowOn atomic.Bool
+	watched := srv.name == "lab"
+	byID := make(map[string]*classSession, len(sessions))
 	for i := range sessions {
-		sessions[i] = &classSession{id: uuid.NewString(), res: res, slow: &slowOn, ops: make(map[uint64]*op), tabs: make([]*websocket.Conn, shape.tabs)}
+		sessions[i] = &classSession{id: uuid.NewString(), res: res, slow: &slowOn, ops: make(map[uint64]*op),
+			unseen: make(map[uint64]time.Time), watched: watched, tabs: make([]*websocket.Conn, shape.tabs)}
+		byID[sessions[i].id] = sessions[i]
 	}
 	err := parallel(shape.sessions*shape.tabs, 32, func(i int) error {
 		s := sessions[i/shape.tabs]
@@ -369,6 +379,14 @@ func (b *bench) class(ctx context.Context, srv *server, shape classShape) (*clas
 		for t, ws := range s.tabs {
 			readers.Go(func() { s.read(runCtx, t, ws) })
 		}
+	}
+	if watched {
+		ws, err := dialInstructor(ctx, srv)
+		if err != nil {
+			return nil, err
+		}
+		allConns = append(allConns, ws)
+		readers.Go(func() { watchOverview(runCtx, ws, byID, &res.watcher) })
 	}
 	start := time.Now()
 	warm, until := start.Add(shape.duration/5), start.Add(shape.duration)
@@ -395,6 +413,59 @@ func (b *bench) class(ctx context.Context, srv *server, shape classShape) (*clas
 		return nil, err
 	}
 	return res, nil
+}
+
+// instructorToken is the lab's instructor token during the benchmark.
+const instructorToken = "labbench-instructor-token"
+
+// dialInstructor opens the lab's instructor WebSocket, as a script would,
+// with the bearer token.
+func dialInstructor(ctx context.Context, srv *server) (*websocket.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	url := "ws" + strings.TrimPrefix(srv.base, "http") + "/instructor/ws"
+	ws, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + instructorToken}}})
+	if err != nil {
+		return nil, fmt.Errorf("dialing the instructor socket: %w", err)
+	}
+	ws.SetReadLimit(64 << 20)
+	return ws, nil
+}
+
+// watchOverview reads overview frames and records, for each op not shown
+// yet, the lag until a frame shows its session at that seq or later.
+func watchOverview(ctx context.Context, ws *websocket.Conn, sessions map[string]*classSession, lag *samples) {
+	for {
+		_, data, err := ws.Read(ctx)
+		if err != nil {
+			return
+		}
+		now := time.Now()
+		var f struct {
+			Type     string `json:"type"`
+			Sessions []struct {
+				ID  string `json:"id"`
+				Seq uint64 `json:"seq"`
+			} `json:"sessions"`
+		}
+		if json.Unmarshal(data, &f) != nil || f.Type != "overview" {
+			continue
+		}
+		for _, row := range f.Sessions {
+			s := sessions[row.ID]
+			if s == nil {
+				continue
+			}
+			s.mu.Lock()
+			for seq, sent := range s.unseen {
+				if seq <= row.Seq {
+					lag.add(now.Sub(sent))
+					delete(s.unseen, seq)
+				}
+			}
+			s.mu.Unlock()
+		}
+	}
 }
 
 // slowPhases alternates, in six phases after the warm-up, a class without
@@ -455,6 +526,9 @@ func (s *classSession) drive(ctx context.Context, interval time.Duration, warm, 
 		o := &op{sent: time.Now(), slow: s.slow.Load(), sender: rand.IntN(len(s.tabs)), record: record, mine: make(chan struct{})}
 		s.mu.Lock()
 		s.ops[seq] = o
+		if record && s.watched {
+			s.unseen[seq] = o.sent
+		}
 		s.mu.Unlock()
 		if err := send(ctx, s.tabs[o.sender], frame); err != nil {
 			return err
