@@ -321,13 +321,13 @@ func (s *Server) studentSocket(c echo.Context) error {
 		// Refused before the upgrade, so a reconnecting page simply retries.
 		s.metrics.connectRefused.WithLabelValues("shutting_down").Inc()
 		c.Response().Header().Set("Retry-After", "1")
-		return echo.NewHTTPError(http.StatusServiceUnavailable, "the lab server is shutting down; try again in a moment")
+		return c.String(http.StatusServiceUnavailable, "the lab server is shutting down; try again in a moment\n")
 	}
 	sess, err := s.admit(id)
 	if err != nil {
 		s.metrics.connectRefused.WithLabelValues("full").Inc()
 		c.Response().Header().Set("Retry-After", "5")
-		return echo.NewHTTPError(http.StatusServiceUnavailable, err.Error())
+		return c.String(http.StatusServiceUnavailable, err.Error()+"\n")
 	}
 	defer s.release(sess)
 	ws, err := websocket.Accept(c.Response(), c.Request(), &websocket.AcceptOptions{OriginPatterns: s.cfg.Origins})
