@@ -231,11 +231,15 @@ func TestExports(t *testing.T) {
 }
 
 // BenchmarkAppend measures appends per second from many concurrent sessions
-// on a real file, with group commit (batch 256) and without (batch 1).
+// on a real file, with group commit (batch 256) and without (batch 1), with
+// and without an fsync per commit.
 func BenchmarkAppend(b *testing.B) {
-	for _, batch := range []int{1, 256} {
-		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
-			s := openTemp(b, Options{MaxBatch: batch})
+	for _, bc := range []struct {
+		batch int
+		full  bool
+	}{{1, false}, {256, false}, {1, true}, {256, true}} {
+		b.Run(fmt.Sprintf("batch=%d/fullsync=%v", bc.batch, bc.full), func(b *testing.B) {
+			s := openTemp(b, Options{MaxBatch: bc.batch, FullSync: bc.full})
 			var sessions atomic.Int64
 			b.SetParallelism(32) // 32 appenders per core
 			b.ResetTimer()
