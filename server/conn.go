@@ -49,8 +49,8 @@ type conn struct {
 
 	mu       sync.Mutex
 	outbox   []outFrame
-	states   int  // state frames in outbox
-	errors   int  // error frames in outbox
+	nStates  int  // state frames in outbox
+	nErrors  int  // error frames in outbox
 	overflow bool // too many errors were waiting: close with 1008
 	flushing bool // a flusher is running
 	held     bool // the reader is handling a frame and flushes after it
@@ -62,13 +62,13 @@ type conn struct {
 func (c *conn) sendState(frame []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.states == maxPendingStates {
+	if c.nStates == maxPendingStates {
 		i := slices.IndexFunc(c.outbox, func(f outFrame) bool { return f.state })
 		c.outbox = slices.Delete(c.outbox, i, i+1)
-		c.states--
+		c.nStates--
 	}
 	c.outbox = append(c.outbox, outFrame{data: frame, state: true})
-	c.states++
+	c.nStates++
 	c.kick()
 }
 
@@ -78,11 +78,11 @@ func (c *conn) sendError(err error) {
 	frame := errorFrame(r.text)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.errors == maxPendingErrors {
+	if c.nErrors == maxPendingErrors {
 		c.overflow = true
 	} else {
 		c.outbox = append(c.outbox, outFrame{data: frame})
-		c.errors++
+		c.nErrors++
 	}
 	c.kick()
 }
@@ -141,7 +141,7 @@ func (c *conn) flush(inline bool) {
 			c.mu.Unlock()
 			return
 		}
-		c.outbox, c.states, c.errors = nil, 0, 0
+		c.outbox, c.nStates, c.nErrors = nil, 0, 0
 		c.mu.Unlock()
 		if overflow {
 			c.metrics.slowCloses.Inc()
@@ -186,7 +186,7 @@ func (c *conn) finish() {
 	defer c.mu.Unlock()
 	c.stopped = true
 	c.flushing = false
-	c.outbox, c.states, c.errors = nil, 0, 0
+	c.outbox, c.nStates, c.nErrors = nil, 0, 0
 }
 
 // stop is the handler's teardown: no new flushers, then wait for the running one.

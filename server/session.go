@@ -42,12 +42,13 @@ type session struct {
 	timeline timeline
 
 	lastActive time.Time // the last change or disconnect
-	expiring   bool      // the janitor is deleting it; guarded by Server.mu
+
+	// Guarded by Server.mu.
+	expiring bool // the janitor is deleting it
+	admitted int  // connections admitted to it
 
 	lab *model.Lab   // owned by the current drainer
 	enc stateEncoder // owned by the current drainer
-
-	admitted int // connections admitted to it; guarded by Server.mu
 }
 
 // pending is a command waiting to be applied, with where its refusal goes.
