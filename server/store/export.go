@@ -13,8 +13,11 @@ import (
 // TimeFormat is how exports write times: RFC 3339 with milliseconds, UTC.
 const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
 
-// CSVHeader is the export's first row; docs/export.md documents the columns.
-var CSVHeader = []string{"session", "name", "seq", "time", "actor", "kind", "message", "run", "notice"}
+// CSVHeader returns the export's first row; docs/export.md documents the
+// columns.
+func CSVHeader() []string {
+	return []string{"session", "name", "seq", "time", "actor", "kind", "message", "run", "notice"}
+}
 
 // jsonLine is one record as the JSON-lines export writes it.
 type jsonLine struct {
@@ -61,7 +64,7 @@ type CSV struct{ w *csv.Writer }
 // NewCSV writes the header row.
 func NewCSV(w io.Writer) (*CSV, error) {
 	c := &CSV{w: csv.NewWriter(w)}
-	if err := c.w.Write(CSVHeader); err != nil {
+	if err := c.w.Write(CSVHeader()); err != nil {
 		return nil, fmt.Errorf("writing the CSV header: %w", err)
 	}
 	return c, nil
