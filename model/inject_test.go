@@ -199,22 +199,7 @@ func TestInjectIsAtomic(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := NewLab()
-			for _, c := range tt.setup {
-				ev, err := l.Decide(c, lim)
-				if err != nil {
-					t.Fatal(err)
-				}
-				l.Apply(ev)
-			}
-			before := l.View()
-			_, err := l.Decide(Command{Kind: Inject, By: Instructor, Inject: tt.in}, lim)
-			if err == nil || err.Error() != tt.want {
-				t.Fatalf("Decide = %v, want %q", err, tt.want)
-			}
-			if !reflect.DeepEqual(l.View(), before) {
-				t.Fatal("a refused injection changed the session")
-			}
+			checkRefused(t, tt.setup, lim, Command{Kind: Inject, By: Instructor, Inject: tt.in}, tt.want)
 		})
 	}
 	// Holding is still possible when only receipts are full.

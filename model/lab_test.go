@@ -137,6 +137,27 @@ func TestQueueDeadlineCapturesIdentity(t *testing.T) {
 	}
 }
 
+// checkRefused applies setup under lim, then checks that cmd is refused
+// with the error text want and leaves the session exactly as it was.
+func checkRefused(t *testing.T, setup []Command, lim Limits, cmd Command, want string) {
+	t.Helper()
+	l := NewLab()
+	for _, c := range setup {
+		ev, err := l.Decide(c, lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Apply(ev)
+	}
+	before := l.View()
+	if _, err := l.Decide(cmd, lim); err == nil || err.Error() != want {
+		t.Fatalf("Decide(%+v) error = %v, want %q", cmd, err, want)
+	}
+	if !reflect.DeepEqual(l.View(), before) {
+		t.Fatalf("refused %+v changed the session", cmd)
+	}
+}
+
 func TestRefusals(t *testing.T) {
 	lim := Limits{MaxReplyBytes: 10, MaxHeld: 3, MaxHeldBytes: 16, MaxReceipts: 2}
 	tests := []struct {
@@ -153,24 +174,7 @@ func TestRefusals(t *testing.T) {
 		{"receipts full", []Command{{Kind: QueueDeadline}, {Kind: Deliver, Message: 1}, {Kind: Deliver, Message: 1}}, Command{Kind: Deliver, Message: 1}, "receipts limit reached (at most 2)"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			l := NewLab()
-			for _, c := range tt.setup {
-				ev, err := l.Decide(c, lim)
-				if err != nil {
-					t.Fatal(err)
-				}
-				l.Apply(ev)
-			}
-			before := l.View()
-			_, err := l.Decide(tt.cmd, lim)
-			if err == nil || err.Error() != tt.want {
-				t.Fatalf("Decide error = %v, want %q", err, tt.want)
-			}
-			if !reflect.DeepEqual(l.View(), before) {
-				t.Fatal("a refused command changed the session")
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { checkRefused(t, tt.setup, lim, tt.cmd, tt.want) })
 	}
 	var le *LimitError
 	if _, err := NewLab().Decide(Command{Kind: QueueReply, Raw: strings.Repeat("x", 65537)}, Limits{}); !errors.As(err, &le) || le.Max != 65536 {

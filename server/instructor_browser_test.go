@@ -75,13 +75,8 @@ func TestBrowserInstructorHoldsStaleReply(t *testing.T) {
 
 	teacher := student.newTab("instructor")
 	teacher.openConsole(base, id)
-	teacher.do("select the session and inject a stale reply, held",
-		chromedp.Click(chromedp.CSS(`#overview-body input.select[data-session="`+id+`"]`)),
-		chromedp.SetValue(chromedp.ID("target"), "selected"),
-		chromedp.SetValue(chromedp.ID("injection"), "staleReply"),
-		chromedp.Click(chromedp.ID("mode-hold")),
-		chromedp.Click(chromedp.ID("inject")),
-	)
+	teacher.inject("select the session and inject a stale reply, held",
+		chromedp.Click(chromedp.CSS(`#overview-body input.select[data-session="`+id+`"]`)), "selected", "staleReply", "mode-hold")
 	teacher.console("the injection's result", func(v consoleView) bool {
 		return v.Summary == "Applied in 1 of 1 sessions." && len(v.Results) == 1 && strings.HasSuffix(v.Results[0], ": applied")
 	})
@@ -108,6 +103,19 @@ func TestBrowserInstructorHoldsStaleReply(t *testing.T) {
 	})
 }
 
+// inject picks the sessions with choose, then injects preset into target
+// with the mode button given, as an instructor does in the console.
+func (p *tab) inject(what string, choose chromedp.Action[chromedp.Void], target, preset, mode string) {
+	p.t.Helper()
+	p.do(what,
+		choose,
+		chromedp.SetValue(chromedp.ID("target"), target),
+		chromedp.SetValue(chromedp.ID("injection"), preset),
+		chromedp.Click(chromedp.ID(mode)),
+		chromedp.Click(chromedp.ID("inject")),
+	)
+}
+
 // TestBrowserInstructorDeliversDeadline: a deadline delivered now turns a
 // Pending student Unresolved live.
 func TestBrowserInstructorDeliversDeadline(t *testing.T) {
@@ -116,13 +124,8 @@ func TestBrowserInstructorDeliversDeadline(t *testing.T) {
 	id := student.open(base + "/").Session
 	teacher := student.newTab("instructor")
 	teacher.openConsole(base, id)
-	teacher.do("watch the session and deliver a deadline now",
-		chromedp.Click(chromedp.CSS(`#overview-body button.watch[data-session="`+id+`"]`)),
-		chromedp.SetValue(chromedp.ID("target"), "watched"),
-		chromedp.SetValue(chromedp.ID("injection"), "deadline"),
-		chromedp.Click(chromedp.ID("mode-deliver")),
-		chromedp.Click(chromedp.ID("inject")),
-	)
+	teacher.inject("watch the session and deliver a deadline now",
+		chromedp.Click(chromedp.CSS(`#overview-body button.watch[data-session="`+id+`"]`)), "watched", "deadline", "mode-deliver")
 	v := student.waitView("Unresolved, live", func(v pageView) bool { return v.Status == "Unresolved" })
 	if v.Detail != seedUnresolvedDetail || v.Notice != seedUnresolved || len(v.Receipts) != 1 ||
 		v.Receipts[0] != "Delivered message 1: "+seedUnresolved || len(v.Queue) != 1 || !v.Queue[0].Instructor {
