@@ -20,7 +20,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/toolcall-lab/lab/server"
-	"github.com/toolcall-lab/lab/server/store"
+	"github.com/toolcall-lab/lab/store"
 )
 
 // The texts the page shows, from the seed's model and the student protocol.

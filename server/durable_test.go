@@ -18,7 +18,7 @@ import (
 
 	"github.com/toolcall-lab/lab/model"
 	"github.com/toolcall-lab/lab/server"
-	"github.com/toolcall-lab/lab/server/store"
+	"github.com/toolcall-lab/lab/store"
 )
 
 func openSQLite(t *testing.T) *store.SQLite {

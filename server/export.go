@@ -5,7 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/toolcall-lab/lab/server/store"
+	"github.com/toolcall-lab/lab/store"
 )
 
 // exportRoutes serves the event log for review and grading (docs/export.md).

@@ -7,10 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toolcall-lab/lab/server/store"
+	"github.com/toolcall-lab/lab/store"
 )
 
-// Store keeps sessions' events. server/store has two: store.SQLite (durable)
+// Store keeps sessions' events. package store has two: store.SQLite (durable)
 // and store.Memory (tests and demos).
 type Store interface {
 	// Append returns once r is committed; an error means it was not stored.

@@ -24,7 +24,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/toolcall-lab/lab/model"
-	"github.com/toolcall-lab/lab/server/store"
+	"github.com/toolcall-lab/lab/store"
 	"github.com/toolcall-lab/lab/static"
 )
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/toolcall-lab/lab/model"
-	"github.com/toolcall-lab/lab/server/store"
+	"github.com/toolcall-lab/lab/store"
 )
 
 // maxInbox bounds the changes waiting in one session, so one client cannot

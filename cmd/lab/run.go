@@ -24,7 +24,7 @@ import (
 
 	"github.com/toolcall-lab/lab/model"
 	"github.com/toolcall-lab/lab/server"
-	"github.com/toolcall-lab/lab/server/store"
+	"github.com/toolcall-lab/lab/store"
 )
 
 // version is stamped at link time (-ldflags "-X main.version=…") and never
