@@ -54,6 +54,7 @@ func labWith(t *testing.T, history string) *Lab {
 }
 
 func TestPresets(t *testing.T) {
+	t.Parallel()
 	deadline := func(run string) Injection { return Injection{Kind: DeadlineMessage, Key: Key{run, "lookup"}} }
 	raw := func(s string) Injection { return Injection{Kind: ReplyMessage, Raw: s} }
 	tests := []struct {
@@ -144,6 +145,7 @@ func TestPresets(t *testing.T) {
 }
 
 func TestParsePreset(t *testing.T) {
+	t.Parallel()
 	for _, p := range Presets() {
 		if got, ok := ParsePreset(p.String()); !ok || got != p {
 			t.Errorf("ParsePreset(%q) = %v, %v", p, got, ok)
@@ -160,6 +162,7 @@ func TestParsePreset(t *testing.T) {
 }
 
 func TestInjectHoldAndDeliver(t *testing.T) {
+	t.Parallel()
 	l := labWith(t, "completed at run-2")
 	do(t, l, Command{Kind: Inject, By: Instructor, Inject: Injection{Kind: DeadlineMessage, Key: Key{"run-9", "x"}}})
 	v := l.View()
@@ -183,6 +186,7 @@ func TestInjectHoldAndDeliver(t *testing.T) {
 
 // TestInjectIsAtomic: an injection that would pass any cap is refused whole.
 func TestInjectIsAtomic(t *testing.T) {
+	t.Parallel()
 	lim := Limits{MaxReplyBytes: 100, MaxHeld: 2, MaxHeldBytes: 150, MaxReceipts: 1}
 	tests := []struct {
 		name  string
@@ -213,6 +217,7 @@ func TestInjectIsAtomic(t *testing.T) {
 }
 
 func TestNormalizeName(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want, err string }{
 		{"Ada", "Ada", ""},
 		{"  Ada Lovelace \t", "Ada Lovelace", ""},
@@ -240,6 +245,7 @@ func TestNormalizeName(t *testing.T) {
 }
 
 func TestRename(t *testing.T) {
+	t.Parallel()
 	l := NewLab()
 	do(t, l, Command{Kind: Rename, Name: "  Ada "})
 	if v := l.View(); v.Name != "Ada" || v.Notice != NoticeReady || v.Seq != 1 {

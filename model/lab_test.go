@@ -38,6 +38,7 @@ func lastReceipt(l *Lab) Receipt { return l.receipts[len(l.receipts)-1] }
 
 // TestWalkthrough follows the seed's nine steps.
 func TestWalkthrough(t *testing.T) {
+	t.Parallel()
 	l := NewLab()
 	check(t, l, "run-1", shown{"Pending", "", NoticeReady})
 	if got, want := l.View().Draft, `{"runId":"run-1","callId":"lookup","kind":"completed","output":"Answer for run-1"}`; got != want {
@@ -124,6 +125,7 @@ func TestWalkthrough(t *testing.T) {
 }
 
 func TestQueueDeadlineCapturesIdentity(t *testing.T) {
+	t.Parallel()
 	l := NewLab()
 	do(t, l, Command{Kind: QueueDeadline})
 	do(t, l, Command{Kind: StartRun})
@@ -159,6 +161,7 @@ func checkRefused(t *testing.T, setup []Command, lim Limits, cmd Command, want s
 }
 
 func TestRefusals(t *testing.T) {
+	t.Parallel()
 	lim := Limits{MaxReplyBytes: 10, MaxHeld: 3, MaxHeldBytes: 16, MaxReceipts: 2}
 	tests := []struct {
 		name  string
@@ -186,6 +189,7 @@ func TestRefusals(t *testing.T) {
 }
 
 func TestApplyRejectsCorruptEvents(t *testing.T) {
+	t.Parallel()
 	l := NewLab()
 	for _, ev := range []Event{
 		{Kind: MessageDelivered, Message: Message{ID: 1}},
