@@ -212,7 +212,7 @@ func FuzzReplay(f *testing.F) {
 		live, lim := NewLab(), Limits{MaxHeld: 8, MaxReceipts: 16}
 		var events []Event
 		for i, op := range ops {
-			cmd := Command{Kind: CommandKind(op % 6), By: Actor(op / 6 % 2), Message: int(op / 12), Name: raw}
+			cmd := Command{Kind: CommandKind(op % 6), By: Actor(op / 6 % 2), Message: int(op / 12), Name: raw, Predict: Prediction(op % 5)}
 			if cmd.Kind == Inject {
 				cmd.Inject = Injection{Preset: Preset(op / 12 % 11), Kind: MessageKind(op / 6 % 2), Raw: raw, Key: Key{raw, CallID}, Deliver: op/12%2 == 1}
 			}
