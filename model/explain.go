@@ -319,3 +319,72 @@ func kindPhrase(k jsjson.Kind) string {
 	}
 	return "a " + k.String()
 }
+
+// KindTally counts the predictions made about one kind of message.
+type KindTally struct {
+	Made, Right int
+	// Said counts each word predicted, by Prediction (Said[NoPrediction] stays 0).
+	Said [NumPredictions]int
+}
+
+// PredictionTally counts predictions in all and by kind of message: what a
+// class's misconception summary is built from. It is comparable; tallies of
+// several sessions add with Merge.
+type PredictionTally struct {
+	Made, Right int
+	ByKind      [NumDeliveryKinds]KindTally
+}
+
+// Add counts r if it carries a prediction.
+func (t *PredictionTally) Add(r Receipt) {
+	if r.Predicted == NoPrediction || r.Predicted >= numPredictions || r.Kind >= numDeliveryKinds {
+		return
+	}
+	k := &t.ByKind[r.Kind]
+	t.Made++
+	k.Made++
+	k.Said[r.Predicted]++
+	if r.Right {
+		t.Right++
+		k.Right++
+	}
+}
+
+// Merge adds o's counts to t.
+func (t *PredictionTally) Merge(o PredictionTally) {
+	t.Made += o.Made
+	t.Right += o.Right
+	for i := range t.ByKind {
+		t.ByKind[i].Made += o.ByKind[i].Made
+		t.ByKind[i].Right += o.ByKind[i].Right
+		for p := range t.ByKind[i].Said {
+			t.ByKind[i].Said[p] += o.ByKind[i].Said[p]
+		}
+	}
+}
+
+// TallyPredictions counts the predictions of a session's receipts.
+func TallyPredictions(receipts []Receipt) PredictionTally {
+	var t PredictionTally
+	for _, r := range receipts {
+		t.Add(r)
+	}
+	return t
+}
+
+var expectedTo = [...]string{
+	PredictAccepted:   "to be accepted",
+	PredictIgnored:    "to be ignored",
+	PredictUnresolved: "to leave the call Unresolved",
+	PredictDiagnostic: "to be a diagnostic",
+}
+
+// Expectation says in a sentence how many of made predictions about kind
+// said p: "7 of 20 expected a stale reply to be accepted".
+func Expectation(kind DeliveryKind, p Prediction, n, made int) string {
+	what := p.String()
+	if p > NoPrediction && p < numPredictions {
+		what = expectedTo[p]
+	}
+	return strconv.Itoa(n) + " of " + strconv.Itoa(made) + " expected " + kind.Phrase() + " " + what
+}

@@ -284,3 +284,34 @@ func TestNumbers(t *testing.T) {
 		}
 	}
 }
+
+func TestTallyPredictions(t *testing.T) {
+	t.Parallel()
+	predict := func(id int, p Prediction) Command { return Command{Kind: Deliver, Message: id, Predict: p} }
+	a, _ := run(t, []Command{queue(completion("run-1", "Old")), start(), queue(completion("run-2", "New")),
+		predict(1, PredictAccepted), predict(1, PredictIgnored), predict(2, PredictAccepted), deliver(1)})
+	b, _ := run(t, []Command{queue(completion("run-1", "Old")), start(), predict(1, PredictAccepted), predict(1, PredictUnresolved)})
+	ta, tb := TallyPredictions(a.View().Receipts), TallyPredictions(b.View().Receipts)
+	if ta.Made != 3 || ta.Right != 2 || ta.Made != a.View().Predicted || ta.Right != a.View().Right {
+		t.Fatalf("session a: %d made, %d right", ta.Made, ta.Right)
+	}
+	class := ta
+	class.Merge(tb)
+	stale := class.ByKind[KindStaleReply]
+	want := KindTally{Made: 4, Right: 1}
+	want.Said[PredictAccepted], want.Said[PredictIgnored], want.Said[PredictUnresolved] = 2, 1, 1
+	if stale != want || class.Made != 5 || class.Right != 2 || class.ByKind[KindMatchingReply].Made != 1 {
+		t.Fatalf("class tally: %+v", class)
+	}
+	if got := Expectation(KindStaleReply, PredictAccepted, stale.Said[PredictAccepted], stale.Made); got != "2 of 4 expected a stale reply to be accepted" {
+		t.Fatalf("Expectation = %q", got)
+	}
+	if got := Expectation(KindDeadline, PredictUnresolved, 1, 3); got != "1 of 3 expected a deadline to leave the call Unresolved" {
+		t.Fatalf("Expectation = %q", got)
+	}
+	var empty PredictionTally
+	empty.Add(Receipt{Kind: KindStaleReply, Right: true})
+	if empty != (PredictionTally{}) {
+		t.Fatal("a receipt without a prediction was counted")
+	}
+}
