@@ -17,7 +17,6 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
-	"github.com/coder/websocket"
 
 	"github.com/toolcall-lab/lab/server"
 	"github.com/toolcall-lab/lab/store"
@@ -54,10 +53,7 @@ func startLab(t *testing.T) string {
 // startLabWith is startLab with a configuration.
 func startLabWith(t *testing.T, cfg server.Config) string {
 	t.Helper()
-	srv, err := server.New(cfg)
-	if err != nil {
-		t.Fatalf("server.New: %v", err)
-	}
+	srv := startServer(t, cfg)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	t.Cleanup(func() { stopLab(t, srv) })
@@ -595,10 +591,7 @@ func TestBrowserReconnectsAfterServerRestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv, err := server.New(server.Config{Store: st})
-		if err != nil {
-			t.Fatal(err)
-		}
+		srv := startServer(t, server.Config{Store: st})
 		return srv, st
 	}
 	first, firstStore := open()
@@ -624,7 +617,7 @@ func TestBrowserReconnectsAfterServerRestart(t *testing.T) {
 	sw.hold()
 	ctx, cancel := context.WithTimeout(context.Background(), browserTestTimeout)
 	defer cancel()
-	if err := first.CloseSockets(ctx, websocket.StatusServiceRestart, "restarting"); err != nil {
+	if err := first.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := firstStore.Close(); err != nil {

@@ -242,10 +242,8 @@ func TestSessionCap(t *testing.T) {
 	first := newID()
 	dial(t, ts, first)
 	dial(t, ts, newID())
-	resp := get(t, ts, "/lab/"+newID()+"/ws")
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "limit of stored sessions") {
-		t.Fatalf("third session: %d %s", resp.StatusCode, body)
+	if code, body := dialRefused(t, ts, newID()); code != http.StatusServiceUnavailable || !strings.Contains(body, "limit of stored sessions") {
+		t.Fatalf("third session: %d %s", code, body)
 	}
 	// Existing sessions still open.
 	dial(t, ts, first)

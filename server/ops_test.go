@@ -48,10 +48,7 @@ func body(t *testing.T, resp *http.Response) string {
 }
 
 func TestHealthAndReadiness(t *testing.T) {
-	lab, err := server.New(server.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lab := startServer(t, server.Config{})
 	ts := httptest.NewServer(lab.Handler())
 	defer ts.Close()
 	if resp := get(t, ts, "/healthz"); resp.StatusCode != http.StatusOK {
