@@ -42,7 +42,7 @@ type stateFrame struct {
 	Name   string `json:"name"`
 	Error  string `json:"error"`
 	Reason string `json:"reason"`
-	raw   []byte
+	raw    []byte
 }
 
 // startServer builds a lab server and starts it (no HTTP server yet).

@@ -67,6 +67,7 @@ func (p *tab) openConsole(base, id string) {
 // a student's queue; the student's tab shows it at once, marked as the
 // instructor's; delivering it leaves the current result.
 func TestBrowserInstructorHoldsStaleReply(t *testing.T) {
+	t.Parallel()
 	base := startLabWith(t, server.Config{InstructorToken: testToken})
 	student := newBrowser(t)
 	first := student.open(base + "/")
@@ -122,6 +123,7 @@ func (p *tab) inject(what string, choose chromedp.Action[chromedp.Void], target,
 // TestBrowserInstructorDeliversDeadline: a deadline delivered now turns a
 // Pending student Unresolved live.
 func TestBrowserInstructorDeliversDeadline(t *testing.T) {
+	t.Parallel()
 	base := startLabWith(t, server.Config{InstructorToken: testToken})
 	student := newBrowser(t)
 	id := student.open(base + "/").Session

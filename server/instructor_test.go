@@ -103,6 +103,7 @@ func bearerHeader(token string) http.Header {
 }
 
 func TestInstructorAuth(t *testing.T) {
+	t.Parallel()
 	ts := runInstructorLab(t, server.Config{})
 	id := newID()
 	dial(t, ts, id)
@@ -216,6 +217,7 @@ func TestInstructorAuth(t *testing.T) {
 
 // TestNoInstructorToken: a server without a token refuses every instructor.
 func TestNoInstructorToken(t *testing.T) {
+	t.Parallel()
 	_, ts := runLab(t, server.Config{})
 	if c := loginCookie(t, ts, ""); c != nil {
 		t.Fatal("an empty token logged in")
@@ -259,6 +261,7 @@ func injectAPI(t *testing.T, ts *httptest.Server, body string) (int, injectRespo
 // TestInjectPresets injects every preset into a known history over the API,
 // held, and checks what joins the student's queue.
 func TestInjectPresets(t *testing.T) {
+	t.Parallel()
 	ts := runInstructorLab(t, server.Config{})
 	id := newID()
 	c, _ := dial(t, ts, id)
@@ -307,6 +310,7 @@ func TestInjectPresets(t *testing.T) {
 
 // TestInjectDeliverNow: applied at once, the receipt is the instructor's.
 func TestInjectDeliverNow(t *testing.T) {
+	t.Parallel()
 	ts := runInstructorLab(t, server.Config{})
 	id := newID()
 	c, _ := dial(t, ts, id)
@@ -340,6 +344,7 @@ func TestInjectDeliverNow(t *testing.T) {
 // TestInjectMultiWithCap: one injection into three sessions, one at its
 // cap and one unknown, reports per session and half-applies nothing.
 func TestInjectMultiWithCap(t *testing.T) {
+	t.Parallel()
 	ts := runInstructorLab(t, server.Config{Limits: model.Limits{MaxHeld: 2, MaxReceipts: 1}})
 	full, free := newID(), newID()
 	cf, _ := dial(t, ts, full)
@@ -395,6 +400,7 @@ func TestInjectMultiWithCap(t *testing.T) {
 func itoa(n uint64) string { b, _ := json.Marshal(n); return string(b) }
 
 func TestInjectBadRequests(t *testing.T) {
+	t.Parallel()
 	ts := runInstructorLab(t, server.Config{})
 	id := newID()
 	c, first := dial(t, ts, id)
@@ -478,8 +484,8 @@ type overviewFrame struct {
 	Reset    bool          `json:"reset"`
 	Sessions []overviewRow `json:"sessions"`
 	Entries  []struct {
-		Seq     uint64 `json:"seq"`
-		Actor   string `json:"actor"`
+		Seq         uint64 `json:"seq"`
+		Actor       string `json:"actor"`
 		Kind        string `json:"kind"`
 		MessageKind string `json:"messageKind"`
 		Message     int    `json:"message"`
@@ -518,6 +524,7 @@ func readUntil(t *testing.T, ws *websocket.Conn, what string, ok func(overviewFr
 }
 
 func TestInstructorSocket(t *testing.T) {
+	t.Parallel()
 	ts := runInstructorLab(t, server.Config{})
 	a, b := newID(), newID()
 	ca, _ := dial(t, ts, a)
@@ -604,6 +611,7 @@ func TestInstructorSocket(t *testing.T) {
 }
 
 func TestRenameFrame(t *testing.T) {
+	t.Parallel()
 	_, ts := runLab(t, server.Config{})
 	c, first := dial(t, ts, newID())
 	if first.Name != "" || !bytes.Contains(first.raw, []byte(`"name":""`)) {
@@ -729,6 +737,7 @@ func TestOverviewLag200(t *testing.T) {
 // TestLoginLimitAndSecureCookie: guessing the token is throttled (429), and
 // the cookie is Secure when a trusted proxy says the browser used HTTPS.
 func TestLoginLimitAndSecureCookie(t *testing.T) {
+	t.Parallel()
 	_, loopback, _ := net.ParseCIDR("127.0.0.0/8")
 	_, ts := runLab(t, server.Config{InstructorToken: testToken, TrustedProxies: []*net.IPNet{loopback}})
 	post := func(token, proto string) *http.Response {

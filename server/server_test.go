@@ -21,6 +21,7 @@ import (
 )
 
 func TestRoutes(t *testing.T) {
+	t.Parallel()
 	_, ts := runLab(t, server.Config{})
 
 	resp := get(t, ts, "/")
@@ -56,6 +57,7 @@ func TestRoutes(t *testing.T) {
 }
 
 func TestNewSessionState(t *testing.T) {
+	t.Parallel()
 	_, ts := runLab(t, server.Config{})
 	id := newID()
 	_, f := dial(t, ts, id)
@@ -71,6 +73,7 @@ func reply(run, callID, kind, field, text string) string {
 
 // TestWalkthrough is the seed's nine steps over the protocol.
 func TestWalkthrough(t *testing.T) {
+	t.Parallel()
 	_, ts := runLab(t, server.Config{})
 	c, _ := dial(t, ts, newID())
 	type want struct{ run, status, detail, notice string }
@@ -180,6 +183,7 @@ func TestWalkthrough(t *testing.T) {
 // TestTabsSeeTheSameFrames: two connections of one session receive the same
 // frames, byte for byte, in the same order, whichever of them acts.
 func TestTabsSeeTheSameFrames(t *testing.T) {
+	t.Parallel()
 	_, ts := runLab(t, server.Config{})
 	id := newID()
 	a, fa := dial(t, ts, id)
@@ -225,6 +229,7 @@ func TestTabsSeeTheSameFrames(t *testing.T) {
 }
 
 func TestReconnectSeesSameState(t *testing.T) {
+	t.Parallel()
 	_, ts := runLab(t, server.Config{})
 	id := newID()
 	c, _ := dial(t, ts, id)
@@ -242,6 +247,7 @@ func TestReconnectSeesSameState(t *testing.T) {
 }
 
 func TestRefusedFrames(t *testing.T) {
+	t.Parallel()
 	limits := model.Limits{MaxHeld: 3}
 	_, ts := runLab(t, server.Config{Limits: limits})
 	c, _ := dial(t, ts, newID())
@@ -306,6 +312,7 @@ func TestRefusedFrames(t *testing.T) {
 }
 
 func TestLargeFrames(t *testing.T) {
+	t.Parallel()
 	_, ts := runLab(t, server.Config{})
 	c, _ := dial(t, ts, newID())
 	// A 64 KiB reply of characters that JSON must escape is accepted.
@@ -325,6 +332,7 @@ func TestLargeFrames(t *testing.T) {
 }
 
 func TestOriginCheck(t *testing.T) {
+	t.Parallel()
 	_, ts := runLab(t, server.Config{Origins: []string{"proxy.example"}})
 	dialFrom := func(origin string) (int, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -395,6 +403,7 @@ func TestShutdownClosesSockets(t *testing.T) {
 // TestStuckConnection: a connection that never reads must not block its
 // session or the other tabs; it is dropped once a write times out.
 func TestStuckConnection(t *testing.T) {
+	t.Parallel()
 	// The active tab sends 56 frames at once: more than the default frame
 	// burst, which this test is not about.
 	_, ts := runLab(t, server.Config{WriteTimeout: 300 * time.Millisecond, FrameBurst: 1000})
