@@ -135,7 +135,7 @@ type apiErrorBody struct {
 // Everything else is a page for people.
 func answersJSON(r *http.Request) bool {
 	p := r.URL.Path
-	return strings.HasPrefix(p, "/api/") || p == "/metrics" || p == "/healthz" || p == "/readyz" ||
+	return p == "/api" || strings.HasPrefix(p, "/api/") || p == "/metrics" || p == "/healthz" || p == "/readyz" ||
 		p == "/instructor/ws" || (strings.HasPrefix(p, "/lab/") && strings.HasSuffix(p, "/ws")) ||
 		isUpgrade(r)
 }
