@@ -17,30 +17,6 @@ import (
 // The instructor's HTTP JSON API (docs/instructor.md). Every route is behind
 // requireInstructor. Handlers are thin: decode, ask the sessions, encode.
 
-// apiErrorBody is every API error: {"error": "…"}.
-type apiErrorBody struct {
-	Error string `json:"error"`
-}
-
-// requestError refuses an API request as a whole, before any session is
-// touched; its text goes to the client as is.
-type requestError struct {
-	status int
-	msg    string
-}
-
-func (e *requestError) Error() string { return e.msg }
-
-func badRequest(format string, args ...any) error {
-	return &requestError{status: http.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
-}
-
-// instructorPage serves the console.
-func (s *Server) instructorPage(c echo.Context) error {
-	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.HTMLBlob(http.StatusOK, s.instructorHTML)
-}
-
 // listSessions answers GET /api/sessions.
 func (s *Server) listSessions(c echo.Context) error {
 	return c.JSON(http.StatusOK, struct {
@@ -52,15 +28,15 @@ func (s *Server) listSessions(c echo.Context) error {
 // the student's page receives it, and the timeline.
 func (s *Server) getSession(c echo.Context) error {
 	id := c.Param("id")
-	sess, ok := s.existing(id)
+	sess, ok := s.find(id)
 	if !ok || !canonicalID(id) {
-		return c.JSON(http.StatusNotFound, apiErrorBody{fmt.Sprintf("%v %s", errUnknownSession, id)})
+		return requestErrorf(http.StatusNotFound, "%v %s", errUnknownSession, id)
 	}
 	return c.JSON(http.StatusOK, struct {
 		Session  sessionRow      `json:"session"`
 		State    json.RawMessage `json:"state"`
 		Timeline []timelineEntry `json:"timeline"`
-	}{sess.overviewRow(), sess.snapshot(), sess.Timeline()})
+	}{sess.overviewRow(), sess.snapshot(), sess.recentTimeline()})
 }
 
 // injectRequest is a decoded POST /api/inject body.
@@ -84,22 +60,18 @@ func (s *Server) inject(c echo.Context) error {
 	r := c.Request()
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		// Also what keeps other sites' forms out: they cannot send this type.
-		return c.JSON(http.StatusUnsupportedMediaType, apiErrorBody{"the body must be JSON, sent with Content-Type: application/json"})
+		return requestErrorf(http.StatusUnsupportedMediaType, "the body must be JSON, sent with Content-Type: application/json")
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, s.cfg.MaxFrameBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return c.JSON(http.StatusRequestEntityTooLarge, apiErrorBody{fmt.Sprintf("request body size in bytes limit reached (at most %d)", s.cfg.MaxFrameBytes)})
+			return requestErrorf(http.StatusRequestEntityTooLarge, "request body size in bytes limit reached (at most %d)", s.cfg.MaxFrameBytes)
 		}
-		return c.JSON(http.StatusBadRequest, apiErrorBody{"reading the request body failed"})
+		return badRequest("reading the request body failed")
 	}
 	req, err := decodeInjectRequest(body, s.cfg.Limits)
 	if err != nil {
-		var re *requestError
-		if errors.As(err, &re) {
-			return c.JSON(re.status, apiErrorBody{re.msg})
-		}
 		return err
 	}
 	results := s.injectInto(req)
@@ -115,6 +87,7 @@ func (s *Server) inject(c echo.Context) error {
 		Error   string         `json:"error,omitempty"`
 	}{applied, results, ""}
 	if !req.all && len(results) == 1 && results[0].Reason == "unknown_session" {
+		// Still {"error": "…"}, with the results beside it.
 		out.Error = results[0].Error
 		return c.JSON(http.StatusNotFound, out)
 	}
@@ -134,7 +107,7 @@ func (s *Server) injectInto(req injectRequest) []injectResult {
 	waits := make([]chan error, len(ids))
 	for i, id := range ids {
 		results[i].Session = id
-		sess, ok := s.existing(id)
+		sess, ok := s.find(id)
 		if !ok {
 			r := classify(s.log, fmt.Errorf("%w %s", errUnknownSession, id))
 			results[i].Reason, results[i].Error = r.reason, r.text
@@ -229,7 +202,7 @@ func decodeInjectRequest(body []byte, lim model.Limits) (injectRequest, error) {
 		req.inject.Preset = p
 	case in.Raw != nil:
 		if len(*in.Raw) > lim.MaxReplyBytes {
-			return req, &requestError{http.StatusRequestEntityTooLarge, fmt.Sprintf("raw reply size in bytes limit reached (at most %d)", lim.MaxReplyBytes)}
+			return req, requestErrorf(http.StatusRequestEntityTooLarge, "raw reply size in bytes limit reached (at most %d)", lim.MaxReplyBytes)
 		}
 		req.inject.Kind, req.inject.Raw = model.ReplyMessage, *in.Raw
 	default:

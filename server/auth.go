@@ -26,8 +26,6 @@ const (
 	instructorCookie = "lab_instructor"
 	// loginTTL is how long a console login lasts: a teaching day.
 	loginTTL = 12 * time.Hour
-	// maxLogins bounds the live logins; the oldest gives way to a new one.
-	maxLogins = 64
 )
 
 // instructorAuth checks instructor credentials.
@@ -110,20 +108,37 @@ func (s *Server) instructorOK(r *http.Request) bool {
 
 // requireInstructor lets through requests with instructor credentials (the
 // console's login cookie or the bearer token). Others are refused: a page
-// request is sent to the login form, anything else gets 401 and a JSON error.
+// request is sent to the login form, anything else gets 401 (as JSON, see
+// answersJSON).
 func (s *Server) requireInstructor(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		if s.instructorOK(r) {
 			return next(c)
 		}
-		upgrade := strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
-		if r.Method == http.MethodGet && !upgrade && !strings.HasPrefix(r.URL.Path, "/api/") {
+		if r.Method == http.MethodGet && !answersJSON(r) {
 			c.Response().Header().Set("Cache-Control", "no-store")
 			return c.Redirect(http.StatusSeeOther, "/instructor/login")
 		}
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="instructor"`)
-		return c.JSON(http.StatusUnauthorized, apiErrorBody{"instructor credentials required: log in at /instructor/login or send Authorization: Bearer <token>"})
+		return requestErrorf(http.StatusUnauthorized, "instructor credentials required: log in at /instructor/login or send Authorization: Bearer <token>")
+	}
+}
+
+// bearer requires "Authorization: Bearer token" when token is set.
+func (s *Server) bearer(token, what string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		if token == "" {
+			return next
+		}
+		return func(c echo.Context) error {
+			got, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="`+what+`"`)
+				return requestErrorf(http.StatusUnauthorized, "%s needs a bearer token", what)
+			}
+			return next(c)
+		}
 	}
 }
 
@@ -137,11 +152,10 @@ func (s *Server) loginPage(c echo.Context) error {
 // goes back to the form, which then says so.
 func (s *Server) login(c echo.Context) error {
 	c.Response().Header().Set("Cache-Control", "no-store")
-	// One limiter for the whole server: guessing the token is slow, and a
-	// teacher who mistypes it a few times is not locked out for long.
+	// One limiter for the whole server (newLoginLimiter).
 	if !s.loginLimiter.Allow() {
 		c.Response().Header().Set("Retry-After", "1")
-		return c.String(http.StatusTooManyRequests, "too many login attempts: wait a moment and try again\n")
+		return requestErrorf(http.StatusTooManyRequests, "too many login attempts: wait a moment and try again")
 	}
 	if !s.auth.tokenOK(c.FormValue("token")) {
 		return c.Redirect(http.StatusSeeOther, "/instructor/login?failed=1")

@@ -1,0 +1,88 @@
+package server
+
+import (
+	"log/slog"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/toolcall-lab/lab/static"
+)
+
+// routes registers every route of the lab, here and nowhere else. Errors of
+// every route go through httpErrorHandler (errors.go): JSON for /api/*,
+// /metrics, the probes and the WebSocket endpoints; an HTML page for the
+// rest. A test walks each route with bad input (routes_test.go), so a new
+// route needs a case there.
+func (s *Server) routes() *echo.Echo {
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = s.httpErrorHandler
+	e.IPExtractor = echo.ExtractIPDirect()
+	if len(s.cfg.TrustedProxies) > 0 {
+		opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+		for _, n := range s.cfg.TrustedProxies {
+			opts = append(opts, echo.TrustIPRange(n))
+		}
+		e.IPExtractor = echo.ExtractIPFromXFFHeader(opts...)
+	}
+	// No Gzip or Timeout middleware: they break WebSocket upgrades.
+	e.Use(middleware.Recover(), s.requestLog(), securityHeaders)
+
+	// Students (student.go; docs/protocol.md).
+	e.GET("/", s.newSession)
+	e.GET("/lab/:id", s.studentPage)
+	e.GET("/lab/:id/ws", s.studentSocket)
+	e.StaticFS("/static", static.Files)
+
+	// Operations (ops.go; README "Operations", docs/metrics.md).
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", echo.WrapHandler(s.metrics.handler()), s.bearer(s.cfg.MetricsToken, "metrics"))
+
+	// Instructors (auth.go, instructor.go; docs/instructor.md).
+	e.GET("/instructor/login", s.loginPage)
+	e.POST("/instructor/login", s.login)
+	e.POST("/instructor/logout", s.logout)
+	e.GET("/instructor", s.instructorPage, s.requireInstructor)
+	e.GET("/instructor/ws", s.instructorSocket, s.requireInstructor)
+
+	// The instructor's JSON API (api.go, export.go; docs/instructor.md,
+	// docs/export.md). Not an echo.Group: a group's catch-all would answer
+	// a wrong method 404 rather than 405.
+	e.GET("/api/sessions", s.listSessions, s.requireInstructor)
+	e.GET("/api/sessions/:id", s.getSession, s.requireInstructor)
+	e.POST("/api/inject", s.inject, s.requireInstructor)
+	e.GET("/api/sessions/:id/export", s.exportSession, s.requireInstructor)
+	e.GET("/api/export.csv", s.exportCSV, s.requireInstructor)
+	return e
+}
+
+// requestLog writes one line per HTTP request: never bodies, query strings
+// or headers, which may carry tokens.
+func (s *Server) requestLog() echo.MiddlewareFunc {
+	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
+		LogMethod: true, LogURIPath: true, LogStatus: true, LogLatency: true, LogRemoteIP: true,
+		HandleError: true,
+		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
+			s.log.LogAttrs(c.Request().Context(), slog.LevelInfo, "http request",
+				slog.String("method", v.Method), slog.String("path", v.URIPath),
+				slog.Int("status", v.Status), slog.Duration("latency", v.Latency),
+				slog.String("remote", v.RemoteIP))
+			return nil
+		},
+	})
+}
+
+// securityHeaders forbids inline script and framing; the pages need nothing else.
+func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Frame-Options", "DENY")
+		return next(c)
+	}
+}
