@@ -11,7 +11,8 @@ import (
 	"sync"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver; pure Go, no cgo
+	"modernc.org/sqlite" // registers the "sqlite" driver; pure Go, no cgo
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/toolcall-lab/lab/model"
 )
@@ -312,9 +313,19 @@ func (s *SQLite) Append(ctx context.Context, r Record) error {
 		return err
 	})
 	if err != nil {
+		if seqTaken(err) {
+			err = ErrSeqTaken
+		}
 		return fmt.Errorf("appending session %s seq %d to %s: %w", r.Session, r.Seq, s.path, err)
 	}
 	return nil
+}
+
+// seqTaken reports whether err is the events' or sessions' key refusing a
+// second row: the (session, seq) is already stored.
+func seqTaken(err error) bool {
+	var e *sqlite.Error
+	return errors.As(err, &e) && (e.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || e.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE)
 }
 
 // Delete removes the sessions with their events, in one transaction.
@@ -381,13 +392,18 @@ func (s *SQLite) Sessions(ctx context.Context) ([]Session, error) {
 
 // Events returns one session's records in order; none for an unknown session.
 func (s *SQLite) Events(ctx context.Context, id string) ([]Record, error) {
+	return s.EventsAfter(ctx, id, 0)
+}
+
+// EventsAfter returns one session's records after seq after, in order.
+func (s *SQLite) EventsAfter(ctx context.Context, id string, after uint64) ([]Record, error) {
 	select {
 	case <-s.quit:
 		return nil, ErrClosed
 	default:
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice
-		FROM events WHERE session = ? ORDER BY seq`, id)
+		FROM events WHERE session = ? AND seq > ? ORDER BY seq`, id, int64(after))
 	if err != nil {
 		return nil, fmt.Errorf("reading session %s from %s: %w", id, s.path, err)
 	}
