@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -12,14 +13,21 @@ import (
 
 // session is one lab session, named by a UUID.
 //
-// Ownership: mu guards inbox, draining, conns, watchers, frame, row,
+// Ownership: mu guards inbox, draining, heard, conns, watchers, frame, row,
 // timeline and lastActive; expiring and admitted are guarded by Server.mu. The
 // lab is owned by the goroutine that drains the inbox; at most one drains at
 // a time (chosen under mu, by the draining flag), so changes apply one at a
 // time in arrival order, and frames are handed to connections under mu in
 // that same order. No goroutine of its own: whoever submits into an idle
-// session drains it. changed is called after every change (and tab count
-// change) with no lock held; it tells the instructors' overview.
+// session, or hears of a change another replica stored, drains it. changed
+// is called after every change (and tab count change) with no lock held; it
+// tells the instructors' overview.
+//
+// The lab is a cache of the session's log at some seq n (design: several
+// replicas). A change is decided on it and appended as n+1; if another
+// replica stored n+1 first, the drainer reads the events after n, applies
+// and publishes them as its own, and decides again (apply). A notification
+// of a seq beyond n makes the drainer catch up the same way (drain).
 type session struct {
 	id      string
 	limits  model.Limits
@@ -31,6 +39,7 @@ type session struct {
 	mu       sync.Mutex
 	inbox    []pending
 	draining bool
+	heard    uint64 // the highest seq another replica told of; the drainer catches up to it
 	conns    map[*conn]struct{} // the student tabs
 	watchers map[*conn]struct{} // instructor connections watching this session
 	frame    []byte             // the encoded state as of the last change
@@ -127,9 +136,41 @@ func (s *session) submit(p pending) {
 	s.drain()
 }
 
+// notify tells the session that the log holds seq (another replica's
+// change, or a resync's "look": math.MaxUint64) and, if nobody is
+// draining it, catches up in the calling goroutine. It never waits in the
+// inbox, so a busy session cannot lose it.
+func (s *session) notify(seq uint64) {
+	s.mu.Lock()
+	s.heard = max(s.heard, seq)
+	if s.draining {
+		s.mu.Unlock()
+		return
+	}
+	s.draining = true
+	s.mu.Unlock()
+	s.drain()
+}
+
+// drain applies the inbox in order, first catching up with any seq another
+// replica told of, until both are done.
 func (s *session) drain() {
 	for {
 		s.mu.Lock()
+		if heard := s.heard; heard > s.lab.Seq() {
+			s.mu.Unlock()
+			err := s.catchUp()
+			s.mu.Lock()
+			if s.heard == heard && (err != nil || heard > s.lab.Seq()) {
+				// The log had less than we were told (a resync's look), or
+				// could not be read: stop here; the next change or
+				// notification tries again, and a change that conflicts
+				// catches up on its own.
+				s.heard = s.lab.Seq()
+			}
+			s.mu.Unlock()
+			continue
+		}
 		if len(s.inbox) == 0 {
 			s.draining = false
 			s.inbox = s.inbox[:0]
@@ -144,44 +185,99 @@ func (s *session) drain() {
 	}
 }
 
+// maxConflicts bounds how often one change is decided again after another
+// replica took its seq; past it the change is refused as busy. Each retry
+// first catches up, so only a session changed on other replicas faster
+// than one round trip to the database runs out.
+const maxConflicts = 8
+
 // apply decides, stores, applies and publishes one command. It runs outside
 // mu: deciding, storing and encoding are the session's work, not the
 // connections'. A change is applied only once the store has committed it, so
 // no client ever sees a change that a crash could lose; a failed append
-// refuses the change and leaves the session as it was.
+// refuses the change and leaves the session as it was. An append that lost
+// its seq to another replica catches up and decides again: the command may
+// now be refused by the rules (another tab delivered that message first).
 func (s *session) apply(p pending) {
-	ev, err := s.lab.Decide(p.cmd, s.limits)
+	for conflicts := 0; ; conflicts++ {
+		ev, err := s.lab.Decide(p.cmd, s.limits)
+		if err != nil {
+			s.refuse(p, err)
+			return
+		}
+		notice, run, err := s.lab.Preview(ev)
+		if err != nil {
+			s.refuse(p, err)
+			return
+		}
+		now := s.now().UTC().Truncate(time.Millisecond)
+		rec := store.Record{Session: s.id, Seq: s.lab.Seq() + 1, Time: now, Event: ev, Run: run, Notice: notice}
+		started := time.Now()
+		err = s.store.Append(context.Background(), rec)
+		s.metrics.appendLatency.Observe(time.Since(started).Seconds())
+		if errors.Is(err, store.ErrSeqTaken) {
+			s.metrics.seqConflicts.Inc()
+			if conflicts == maxConflicts {
+				s.refuse(p, errSessionBusy)
+				return
+			}
+			if err := s.catchUp(); err != nil {
+				s.refuse(p, fmt.Errorf("%w: %w", errCannotSave, err))
+				return
+			}
+			continue
+		}
+		if err != nil {
+			s.refuse(p, fmt.Errorf("%w: %w", errCannotSave, err))
+			return
+		}
+		if _, err := s.lab.Apply(ev); err != nil {
+			// Preview accepted ev, so this cannot happen; the stored record
+			// would then disagree with the session, which a restart resolves.
+			s.refuse(p, fmt.Errorf("applying a stored event: %w", err))
+			return
+		}
+		delivered := ev.Kind == model.MessageDelivered || ev.Kind == model.MessageInjected && ev.Deliver
+		if delivered {
+			s.metrics.deliveries.WithLabelValues(notice).Inc()
+		}
+		if ev.Kind == model.MessageInjected {
+			s.metrics.injections.WithLabelValues(injectMode(ev.Deliver)).Inc()
+		}
+		s.publish(ev, notice, now)
+		if p.done != nil {
+			p.done <- nil
+		}
+		return
+	}
+}
+
+// catchUp reads the events other replicas stored after the lab's seq,
+// applies them and publishes each, exactly as if decided here, so every
+// replica's tabs and watchers get the same frames in the same order. Only
+// the drainer calls it.
+func (s *session) catchUp() error {
+	recs, err := s.store.EventsAfter(context.Background(), s.id, s.lab.Seq())
 	if err != nil {
-		s.refuse(p, err)
-		return
+		return fmt.Errorf("catching up session %s: %w", s.id, err)
 	}
-	notice, run, err := s.lab.Preview(ev)
-	if err != nil {
-		s.refuse(p, err)
-		return
+	for _, r := range recs {
+		if r.Seq != s.lab.Seq()+1 {
+			return fmt.Errorf("catching up session %s: stored seq %d follows seq %d", s.id, r.Seq, s.lab.Seq())
+		}
+		if _, err := s.lab.Apply(r.Event); err != nil {
+			return fmt.Errorf("catching up session %s: applying seq %d: %w", s.id, r.Seq, err)
+		}
+		s.metrics.replicaEvents.Inc()
+		s.publish(r.Event, r.Notice, r.Time)
 	}
-	now := s.now().UTC().Truncate(time.Millisecond)
-	rec := store.Record{Session: s.id, Seq: s.lab.Seq() + 1, Time: now, Event: ev, Run: run, Notice: notice}
-	started := time.Now()
-	err = s.store.Append(context.Background(), rec)
-	s.metrics.appendLatency.Observe(time.Since(started).Seconds())
-	if err != nil {
-		s.refuse(p, fmt.Errorf("%w: %w", errCannotSave, err))
-		return
-	}
-	if _, err := s.lab.Apply(ev); err != nil {
-		// Preview accepted ev, so this cannot happen; the stored record
-		// would then disagree with the session, which a restart resolves.
-		s.refuse(p, fmt.Errorf("applying a stored event: %w", err))
-		return
-	}
-	delivered := ev.Kind == model.MessageDelivered || ev.Kind == model.MessageInjected && ev.Deliver
-	if delivered {
-		s.metrics.deliveries.WithLabelValues(notice).Inc()
-	}
-	if ev.Kind == model.MessageInjected {
-		s.metrics.injections.WithLabelValues(injectMode(ev.Deliver)).Inc()
-	}
+	return nil
+}
+
+// publish hands the state after ev, and its timeline entry, to every tab
+// and watcher, and tells the overview. Only the drainer calls it, right
+// after applying ev.
+func (s *session) publish(ev model.Event, notice string, now time.Time) {
 	frame, v := s.enc.frame(s.lab)
 	entry := newTimelineEntry(ev, s.lab, notice, now)
 	s.mu.Lock()
@@ -204,9 +300,6 @@ func (s *session) apply(p pending) {
 	}
 	s.mu.Unlock()
 	s.changed()
-	if p.done != nil {
-		p.done <- nil
-	}
 }
 
 // refuse sends err to whoever sent p: an error frame to its connection, the

@@ -61,6 +61,10 @@ func (s *Server) studentSocket(c echo.Context) error {
 		c.Response().Header().Set("Retry-After", "1")
 		return requestErrorf(http.StatusServiceUnavailable, "the lab server is shutting down; try again in a moment")
 	}
+	if _, held := s.find(id); !held {
+		// Another replica may have made it: read it from the store first.
+		s.discover(c.Request().Context(), id)
+	}
 	sess, err := s.admit(id)
 	if err != nil {
 		s.metrics.connectRefused.WithLabelValues("full").Inc()
