@@ -53,7 +53,7 @@ type Server struct {
 	started   bool
 	janitor   *janitor  // nil until Start
 	listener  *listener // nil until Start, and without a Listener store
-	admitted  int      // connections admitted and not yet gone, upgraded or not
+	admitted  int       // connections admitted and not yet gone, upgraded or not
 
 	handlers sync.WaitGroup // running WebSocket handlers
 }

@@ -39,7 +39,7 @@ type session struct {
 	mu       sync.Mutex
 	inbox    []pending
 	draining bool
-	heard    uint64 // the highest seq another replica told of; the drainer catches up to it
+	heard    uint64             // the highest seq another replica told of; the drainer catches up to it
 	conns    map[*conn]struct{} // the student tabs
 	watchers map[*conn]struct{} // instructor connections watching this session
 	frame    []byte             // the encoded state as of the last change
