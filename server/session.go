@@ -189,7 +189,7 @@ func (s *session) drain() {
 // replica took its seq; past it the change is refused as busy. Each retry
 // first catches up, so only a session changed on other replicas faster
 // than one round trip to the database runs out.
-const maxConflicts = 8
+const maxConflicts = 32
 
 // apply decides, stores, applies and publishes one command. It runs outside
 // mu: deciding, storing and encoding are the session's work, not the
