@@ -33,7 +33,7 @@ func replicaKilledUnderLoad(t *testing.T, bin string) {
 	}
 	var (
 		mu     sync.Mutex
-		acked  = map[string][]string{}        // by session: the labels A's tabs saw stored
+		acked  = map[string][]string{}       // by session: the labels A's tabs saw stored
 		frames = map[string]map[int][]byte{} // by replica and session, the frame of each seq
 		total  int
 	)
