@@ -12,6 +12,9 @@ const RECONNECT_BASE_MS = 250;
 const RECONNECT_CAP_MS = 10_000;
 
 const byId = (id) => document.getElementById(id);
+// scope is the class of a class console (/instructor/classes/{id}), "" for
+// the open lab (/instructor): the table, "all" and deletions mean it.
+const scope = (location.pathname.match(/^\/instructor\/classes\/([^/]+)\/?$/) || [])[1] || "";
 const str = (v) => (typeof v === "string" ? v : "");
 const num = (v) => (typeof v === "number" ? v : 0);
 const list = (v) => (Array.isArray(v) ? v : []);
@@ -50,6 +53,9 @@ const ui = {
   queue: byId("w-queue"),
   receipts: byId("w-receipts"),
   timeline: byId("timeline-body"),
+  deleteSelected: byId("delete-selected"),
+  deleteIdle: byId("delete-idle"),
+  deleteMessage: byId("delete-message"),
 };
 
 const state = {
@@ -77,7 +83,8 @@ function showConnection(s, text) {
 function connect() {
   showConnection("connecting", "Connecting…");
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-  const ws = new WebSocket(`${scheme}//${location.host}/instructor/ws`);
+  const query = scope ? `?class=${scope}` : "";
+  const ws = new WebSocket(`${scheme}//${location.host}/instructor/ws${query}`);
   state.socket = ws;
   let opened = false;
   ws.addEventListener("open", () => {
@@ -105,7 +112,7 @@ function connect() {
 // (the WebSocket cannot say why it was refused).
 async function checkLogin() {
   try {
-    const resp = await fetch("/api/sessions", { credentials: "same-origin" });
+    const resp = await fetch(scope ? `/api/classes/${scope}` : "/api/sessions", { credentials: "same-origin" });
     if (resp.status === 401) location.assign("/instructor/login");
   } catch {
     // The server is away; the reconnect loop goes on.
@@ -257,19 +264,50 @@ function placeInOrder(parent, wanted) {
   }
 }
 
-ui.filter.addEventListener("input", scheduleDraw);
+ui.filter.addEventListener("input", () => {
+  scheduleDraw();
+  saveView();
+});
+
+// The watched session, filter and sort live in the page's URL, so a reload
+// or a server restart shows the same view.
+function saveView() {
+  const q = new URLSearchParams();
+  if (state.watching) q.set("watch", state.watching);
+  if (ui.filter.value) q.set("filter", ui.filter.value);
+  q.set("sort", `${state.sort.key}.${state.sort.dir > 0 ? "asc" : "desc"}`);
+  history.replaceState(null, "", `${location.pathname}?${q}`);
+}
+
+function restoreView() {
+  const q = new URLSearchParams(location.search);
+  ui.filter.value = q.get("filter") ?? "";
+  const [key, dir] = (q.get("sort") ?? "").split(".");
+  const button = document.querySelector(`th button[data-sort="${CSS.escape(key)}"]`);
+  if (button) {
+    state.sort = { key, dir: dir === "asc" ? 1 : -1 };
+    showSort(button);
+  }
+  const id = q.get("watch");
+  if (id) watch(id);
+}
 
 document.querySelector("#overview thead").addEventListener("click", (e) => {
   const button = e.target.closest("button[data-sort]");
   if (!button) return;
   const key = button.dataset.sort;
   state.sort = { key, dir: state.sort.key === key ? -state.sort.dir : 1 };
+  showSort(button);
+  scheduleDraw();
+  saveView();
+});
+
+function showSort(button) {
   for (const b of document.querySelectorAll("th button[data-sort]")) {
     if (b === button) b.setAttribute("aria-sort", state.sort.dir > 0 ? "ascending" : "descending");
     else b.removeAttribute("aria-sort");
   }
-  scheduleDraw();
-});
+}
 
 ui.body.addEventListener("change", (e) => {
   const check = e.target.closest("input.select");
@@ -308,6 +346,7 @@ function watch(id) {
   ui.watchedLink.href = `/lab/${encodeURIComponent(id)}`;
   send({ type: "watch", session: id });
   scheduleDraw();
+  saveView();
 }
 
 function renderWatched(s) {
@@ -386,7 +425,8 @@ ui.injection.addEventListener("change", showInjectionFields);
 function injectionBody() {
   const body = {};
   const target = ui.target.value;
-  if (target === "all") body.all = true;
+  if (target === "all" && scope) body.class = scope;
+  else if (target === "all") body.sessions = [...state.rows.keys()];
   else if (target === "watched") body.sessions = state.watching ? [state.watching] : [];
   else body.sessions = [...state.selected];
   if ((body.sessions ?? [1]).length === 0) {
@@ -439,5 +479,43 @@ ui.inject.addEventListener("click", async () => {
   }
 });
 
+// ---- deleting sessions ------------------------------------------------------
+
+async function deleteSessions(body, what) {
+  if (!confirm(`Delete ${what}? Their students' work is gone for good.`)) return;
+  let out = {};
+  try {
+    const resp = await fetch("/api/sessions/delete", {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    if (resp.status === 401) location.assign("/instructor/login");
+    out = await resp.json();
+    if (!resp.ok) throw new Error(str(out?.error) || `The server answered ${resp.status}.`);
+  } catch (e) {
+    setText(ui.deleteMessage, e.message);
+    return;
+  }
+  const gone = list(out.deleted);
+  for (const id of gone) state.selected.delete(id);
+  setText(ui.deleteMessage, `Deleted ${gone.length} session${gone.length === 1 ? "" : "s"}.`);
+}
+
+ui.deleteSelected.addEventListener("click", () => {
+  const ids = [...state.selected];
+  if (ids.length === 0) {
+    setText(ui.deleteMessage, "Select at least one session.");
+    return;
+  }
+  deleteSessions({ sessions: ids }, `${ids.length} selected session${ids.length === 1 ? "" : "s"}`);
+});
+ui.deleteIdle.hidden = scope !== "";
+ui.deleteIdle.addEventListener("click", () =>
+  deleteSessions({ idleOpenLab: true }, "every open-lab session idle for over an hour"),
+);
+
 showInjectionFields();
+restoreView();
 connect();
