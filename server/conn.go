@@ -221,7 +221,9 @@ func (c *conn) readLoop(s *session) error {
 // instructorLoop reads an instructor's frames until the connection closes:
 // watch one session (replacing the one watched before) or stop watching.
 // *watched is the session watched now; the caller unwatches it at the end.
-func (c *conn) instructorLoop(s *Server, watched **session) error {
+// Only sessions of the connection's scope (a class, or "" for the open lab)
+// can be watched.
+func (c *conn) instructorLoop(s *Server, scope string, watched **session) error {
 	for {
 		data, err := c.nextText()
 		if err != nil {
@@ -242,7 +244,7 @@ func (c *conn) instructorLoop(s *Server, watched **session) error {
 			continue
 		}
 		sess, ok := s.existing(cmd.session)
-		if !ok {
+		if !ok || s.classOfSession(cmd.session) != scope {
 			c.sendError(fmt.Errorf("%w %s", errUnknownSession, cmd.session))
 			continue
 		}

@@ -8,17 +8,14 @@ import (
 	"github.com/toolcall-lab/lab/store"
 )
 
-// exportRoutes serves the event log for review and grading (docs/export.md).
-func (s *Server) exportRoutes(g *echo.Group) {
-	g.GET("/sessions/:id/export", s.exportSession)
-	g.GET("/export.csv", s.exportCSV)
-}
-
 // exportSession writes one session's events as JSON lines.
 func (s *Server) exportSession(c echo.Context) error {
 	id, err := sessionID(c)
 	if err != nil {
 		return err
+	}
+	if !grantFrom(c).allows(s.classOfSession(id)) {
+		return answerError(c, http.StatusForbidden, errForbidden.Error())
 	}
 	ctx := c.Request().Context()
 	recs, err := s.cfg.Store.Events(ctx, id)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -30,6 +31,7 @@ const maxLabelBytes = 200
 // sessionRow is one session in the class overview and in GET /api/sessions.
 type sessionRow struct {
 	ID           string    `json:"id"`
+	Class        string    `json:"class"` // the class it joined, "" for the open lab
 	Name         string    `json:"name"`
 	Tabs         int       `json:"tabs"`
 	RunID        string    `json:"runId"`
@@ -150,7 +152,8 @@ func mustJSON(v any) []byte {
 
 // overview sends the class table to every instructor connection, coalesced:
 // a change marks it dirty, and a flush at most every overviewInterval sends
-// one whole table to all of them. When nothing changes, nothing is sent and
+// one whole table to all of them: each connection gets its scope's (a
+// class's sessions, or the open lab's). When nothing changes, nothing is sent and
 // no goroutine waits.
 //
 // Ownership: mu guards conns, timer, last and stopped. flushing serializes
@@ -159,18 +162,18 @@ func mustJSON(v any) []byte {
 // with it; stop cancels a pending one. Lock order: flushing, then mu; rows
 // are read (session.mu) with neither mu held.
 type overview struct {
-	rows func() []sessionRow
+	rows func(scope string) []sessionRow
 
 	flushing sync.Mutex
 	mu       sync.Mutex
-	conns    map[*conn]struct{}
+	conns    map[*conn]string // connection -> its scope: a class id, "" for the open lab
 	timer    *time.Timer // a pending flush, nil when none
 	last     time.Time   // when the last flush began
 	stopped  bool
 }
 
-func newOverview(rows func() []sessionRow) *overview {
-	return &overview{rows: rows, conns: make(map[*conn]struct{})}
+func newOverview(rows func(scope string) []sessionRow) *overview {
+	return &overview{rows: rows, conns: make(map[*conn]string)}
 }
 
 // mark says that a row may have changed.
@@ -189,29 +192,34 @@ func (o *overview) flush() {
 	o.mu.Lock()
 	o.timer = nil
 	o.last = time.Now()
-	conns := make([]*conn, 0, len(o.conns))
-	for c := range o.conns {
-		conns = append(conns, c)
+	conns := make(map[*conn]string, len(o.conns))
+	for c, scope := range o.conns {
+		conns[c] = scope
 	}
 	stopped := o.stopped
 	o.mu.Unlock()
 	if stopped || len(conns) == 0 {
 		return
 	}
-	frame := overviewFrame(o.rows())
-	for _, c := range conns {
+	frames := make(map[string][]byte) // one table per scope
+	for c, scope := range conns {
+		frame, ok := frames[scope]
+		if !ok {
+			frame = overviewFrame(o.rows(scope))
+			frames[scope] = frame
+		}
 		c.sendState(frame)
 	}
 }
 
-// subscribe adds c and hands it the table as it is now.
-func (o *overview) subscribe(c *conn) {
+// subscribe adds c with its scope and hands it the table as it is now.
+func (o *overview) subscribe(c *conn, scope string) {
 	o.flushing.Lock()
 	defer o.flushing.Unlock()
 	o.mu.Lock()
-	o.conns[c] = struct{}{}
+	o.conns[c] = scope
 	o.mu.Unlock()
-	c.sendState(overviewFrame(o.rows()))
+	c.sendState(overviewFrame(o.rows(scope)))
 }
 
 func (o *overview) unsubscribe(c *conn) {
@@ -237,6 +245,7 @@ func (s *Server) rows() []sessionRow {
 	rows := make([]sessionRow, len(all))
 	for i, sess := range all {
 		rows[i] = sess.overviewRow()
+		rows[i].Class = s.classOfSession(sess.id)
 	}
 	return rows
 }
@@ -263,18 +272,29 @@ func (s *Server) existing(id string) (*session, bool) {
 
 // instructorSocket upgrades to the instructor WebSocket (behind
 // requireInstructor), with the same Origin check as the student one.
+// ?class=<id> scopes it to that class; without, it is the open lab's.
 func (s *Server) instructorSocket(c echo.Context) error {
+	scope := c.QueryParam("class")
+	if scope != "" {
+		c.SetParamNames("id")
+		c.SetParamValues(scope)
+		if _, err := s.classOfRequest(c); err != nil {
+			return handled(err)
+		}
+	} else if !grantFrom(c).all {
+		return answerError(c, http.StatusForbidden, errForbidden.Error())
+	}
 	ws, err := websocket.Accept(c.Response(), c.Request(), &websocket.AcceptOptions{OriginPatterns: s.cfg.Origins})
 	if err != nil {
 		return nil // Accept has written the response
 	}
-	s.serveInstructor(ws, c.RealIP())
+	s.serveInstructor(ws, c.RealIP(), scope)
 	return nil
 }
 
 // serveInstructor runs one instructor connection to its end: the overview
 // from the start, and the one session it watches.
-func (s *Server) serveInstructor(ws *websocket.Conn, remote string) {
+func (s *Server) serveInstructor(ws *websocket.Conn, remote, scope string) {
 	ws.SetReadLimit(maxInstructorFrame)
 	log := s.log.With("role", "instructor", "remote", remote)
 	c := s.newConn(ws, model.Instructor, log)
@@ -287,9 +307,9 @@ func (s *Server) serveInstructor(ws *websocket.Conn, remote string) {
 	gauge := s.metrics.connections.WithLabelValues(model.Instructor.String())
 	gauge.Inc()
 	log.Info("websocket open")
-	s.overview.subscribe(c)
+	s.overview.subscribe(c, scope)
 	var watched *session // owned by this goroutine
-	err := c.instructorLoop(s, &watched)
+	err := c.instructorLoop(s, scope, &watched)
 	if watched != nil {
 		watched.unwatch(c)
 	}

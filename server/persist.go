@@ -23,6 +23,8 @@ type Store interface {
 	Delete(ctx context.Context, ids []string) error
 	// Ready reports whether the store takes writes now.
 	Ready(ctx context.Context) error
+	// Classes keeps classes, their members and console logins.
+	store.Classes
 }
 
 // load rebuilds every stored session by replaying its events, so that state
@@ -131,6 +133,7 @@ func (s *Server) sweep(ctx context.Context) error {
 			sess.expiring = false
 		} else {
 			delete(s.sessions, sess.id)
+			delete(s.classOf, sess.id) // the store forgot the membership with the session
 		}
 	}
 	if err != nil {

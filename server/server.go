@@ -8,6 +8,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"html/template"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -73,6 +74,10 @@ type Config struct {
 	MaxConns        int
 	MaxSessionConns int
 	MaxSessions     int
+	// PublicURL is the address students reach the lab at, such as
+	// http://192.168.1.20:8080: join URLs and QR codes point under it.
+	// Empty: the address each request reached the lab at.
+	PublicURL string
 }
 
 // Server is the lab's HTTP and WebSocket server.
@@ -95,9 +100,14 @@ type Server struct {
 	loginLimiter              *rate.Limiter // safe for concurrent use
 	// overview sends the class table to instructors; it has its own lock.
 	overview *overview
+	// projectorHTML is the projector page; joinTmpl the join pages.
+	projectorHTML []byte
+	joinTmpl      *template.Template
+	joinLimiter   *addrLimiter // has its own lock
 
 	mu       sync.Mutex
 	sessions map[string]*session
+	classOf  map[string]string // session -> the class it joined; open-lab sessions are absent
 	conns    map[*conn]struct{}
 	closing  bool
 	admitted int // connections admitted and not yet gone, upgraded or not
@@ -160,20 +170,39 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the login page: %w", err)
 	}
+	projectorHTML, err := fs.ReadFile(static.Files, "projector.html")
+	if err != nil {
+		return nil, fmt.Errorf("reading the projector page: %w", err)
+	}
+	joinSrc, err := fs.ReadFile(static.Files, "join.html")
+	if err != nil {
+		return nil, fmt.Errorf("reading the join page: %w", err)
+	}
+	joinTmpl, err := parseJoinTemplate(joinSrc)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
 		cfg:            cfg,
 		log:            cfg.Logger,
 		page:           page,
 		instructorHTML: instructorHTML,
 		loginHTML:      loginHTML,
+		projectorHTML:  projectorHTML,
+		joinTmpl:       joinTmpl,
+		joinLimiter:    newAddrLimiter(cfg.Now),
+		classOf:        make(map[string]string),
 		auth:           newInstructorAuth(cfg.InstructorToken),
 		loginLimiter:   rate.NewLimiter(rate.Every(time.Second), 5),
 		sessions:       make(map[string]*session),
 		conns:          make(map[*conn]struct{}),
 	}
 	s.metrics = newMetrics(s.sessionCount)
-	s.overview = newOverview(s.rows)
+	s.overview = newOverview(s.rowsIn)
 	if err := s.load(context.Background()); err != nil {
+		return nil, err
+	}
+	if err := s.loadMembers(context.Background()); err != nil {
 		return nil, err
 	}
 	s.echo = s.routes()
@@ -208,12 +237,31 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/instructor/login", s.loginPage)
 	e.POST("/instructor/login", s.login)
 	e.POST("/instructor/logout", s.logout)
-	e.GET("/instructor", s.instructorPage, s.requireInstructor)
+	e.GET("/instructor", s.openLabPage, s.requireInstructor)
+	e.GET("/instructor/classes/:id", s.classPage(func(s *Server) []byte { return s.instructorHTML }), s.requireInstructor)
+	e.GET("/instructor/classes/:id/projector", s.classPage(func(s *Server) []byte { return s.projectorHTML }), s.requireInstructor)
 	e.GET("/instructor/ws", s.instructorSocket, s.requireInstructor)
-	e.GET("/api/sessions", s.listSessions, s.requireInstructor)
-	e.GET("/api/sessions/:id", s.getSession, s.requireInstructor)
-	e.POST("/api/inject", s.inject, s.requireInstructor)
-	s.exportRoutes(e.Group("/api", s.requireInstructor))
+	e.GET("/lab/:id/class", s.sessionClass)
+	e.GET("/join", s.joinCodeForm)
+	e.GET("/j/:code", s.joinNameForm)
+	e.POST("/j/:code", s.join)
+	api := e.Group("/api", s.requireInstructor)
+	api.GET("/sessions", s.listSessions, serverWide)
+	api.GET("/sessions/:id", s.getSession)
+	api.DELETE("/sessions/:id", s.deleteOne)
+	api.POST("/sessions/delete", s.deleteMany)
+	api.POST("/inject", s.inject)
+	api.GET("/sessions/:id/export", s.exportSession)
+	api.GET("/export.csv", s.exportCSV, serverWide)
+	api.POST("/classes", s.createClass, serverWide)
+	api.GET("/classes", s.listClasses, serverWide)
+	api.GET("/classes/:id", s.getClass)
+	api.POST("/classes/:id/close", s.setClassOpen(false))
+	api.POST("/classes/:id/reopen", s.setClassOpen(true))
+	api.POST("/classes/:id/key", s.rotateKey, serverWide)
+	api.DELETE("/classes/:id", s.deleteClass, serverWide)
+	api.GET("/classes/:id/qr.png", s.classQR)
+	api.GET("/classes/:id/export.csv", s.exportClass)
 	return e
 }
 
