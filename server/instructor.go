@@ -167,8 +167,8 @@ type overview struct {
 	flushing sync.Mutex
 	mu       sync.Mutex
 	conns    map[*conn]string // connection -> its scope: a class id, "" for the open lab
-	timer    *time.Timer // a pending flush, nil when none
-	last     time.Time   // when the last flush began
+	timer    *time.Timer      // a pending flush, nil when none
+	last     time.Time        // when the last flush began
 	stopped  bool
 }
 

@@ -44,7 +44,7 @@ const (
 	joinBurst       = 200
 	joinMissRate    = 0.5 // unknown codes a second, per address
 	joinMissBurst   = 20
-	maxJoinAddrs    = 10_000        // addresses tracked at most
+	maxJoinAddrs    = 10_000           // addresses tracked at most
 	joinAddrForget  = 10 * time.Minute // an address idle this long is forgotten
 	maxNameFormSize = 4 << 10
 )

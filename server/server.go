@@ -25,8 +25,8 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/toolcall-lab/lab/model"
-	"github.com/toolcall-lab/lab/store"
 	"github.com/toolcall-lab/lab/static"
+	"github.com/toolcall-lab/lab/store"
 )
 
 // Config configures a Server. The zero value is ready to use.
