@@ -453,8 +453,8 @@ func TestClassKeyScope(t *testing.T) {
 		"/instructor/classes/" + a.ID + "/projector": 200,
 		"/instructor/classes/" + b.ID:                403,
 		"/instructor/classes/" + b.ID + "/projector": 403,
-		"/instructor":                                403,
-		"/api/sessions":                              403,
+		"/instructor":   403,
+		"/api/sessions": 403,
 	} {
 		if status, _, _ := call(t, ts, "GET", path, "", cookie, ""); status != want {
 			t.Errorf("class login: GET %s: %d, want %d", path, status, want)
