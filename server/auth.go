@@ -55,7 +55,12 @@ func (a *instructorAuth) tokenOK(got string) bool {
 func (s *Server) requireInstructor(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		if g, ok := s.grantOf(r); ok {
+		g, ok, err := s.grantOf(r)
+		if err != nil {
+			c.Response().Header().Set("Retry-After", "2")
+			return answerError(c, http.StatusServiceUnavailable, err.Error())
+		}
+		if ok {
 			c.Set(grantKey, g)
 			return next(c)
 		}
@@ -85,7 +90,10 @@ func (s *Server) login(c echo.Context) error {
 		c.Response().Header().Set("Retry-After", "1")
 		return c.String(http.StatusTooManyRequests, "too many login attempts: wait a moment and try again\n")
 	}
-	l, ok := s.credentialLogin(c.Request().Context(), c.FormValue("token"))
+	l, ok, err := s.credentialLogin(c.Request().Context(), c.FormValue("token"))
+	if err != nil {
+		return c.String(http.StatusServiceUnavailable, err.Error()+"\n")
+	}
 	if !ok {
 		return c.Redirect(http.StatusSeeOther, "/instructor/login?failed=1")
 	}

@@ -36,71 +36,82 @@ func grantFrom(c echo.Context) grant {
 // errForbidden refuses a request whose credentials do not reach its target.
 var errForbidden = errors.New("these credentials do not give access to this: a class key opens its own class only")
 
+// errCredentialsUnchecked: the store could not be read to check the
+// request's credentials. Answered 503, not 401: a store outage must not
+// send the console to the login form.
+var errCredentialsUnchecked = errors.New("the lab cannot check credentials right now; try again shortly")
+
 // grantOf resolves a request's credentials: a bearer secret (the token or a
-// class key) or a console login cookie. A store that cannot be read grants
-// nothing (and is logged).
-func (s *Server) grantOf(r *http.Request) (grant, bool) {
+// class key) or a console login cookie. ok is false for missing or wrong
+// credentials; err is errCredentialsUnchecked when the store failed.
+func (s *Server) grantOf(r *http.Request) (g grant, ok bool, err error) {
 	ctx := r.Context()
-	if got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-		l, ok := s.credentialLogin(ctx, got)
-		return grant{all: l.Class == "", class: l.Class}, ok
+	if got, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); found {
+		l, ok, err := s.credentialLogin(ctx, got)
+		return grant{all: l.Class == "", class: l.Class}, ok, err
 	}
-	ck, err := r.Cookie(instructorCookie)
-	if err != nil || ck.Value == "" {
-		return grant{}, false
+	ck, cerr := r.Cookie(instructorCookie)
+	if cerr != nil || ck.Value == "" {
+		return grant{}, false, nil
 	}
-	l, err := s.cfg.Store.Login(ctx, store.HashSecret(ck.Value))
-	if err != nil {
-		if !errors.Is(err, store.ErrNotFound) {
-			s.log.Warn("reading a console login", "err", err)
-		}
-		return grant{}, false
-	}
-	if !s.cfg.Now().Before(l.Expires) {
-		return grant{}, false
+	l, lerr := s.cfg.Store.Login(ctx, store.HashSecret(ck.Value))
+	switch {
+	case errors.Is(lerr, store.ErrNotFound):
+		return grant{}, false, nil
+	case lerr != nil:
+		s.log.Warn("reading a console login", "err", lerr)
+		return grant{}, false, errCredentialsUnchecked
+	case !s.cfg.Now().Before(l.Expires):
+		return grant{}, false, nil
 	}
 	// A login lasts only as long as the secret it was made with: another
 	// token after a restart, or a rotated class key, ends it.
-	want, ok := s.credentialOf(ctx, l.Class)
-	if !ok || want != l.Credential {
-		return grant{}, false
+	want, found, err := s.credentialOf(ctx, l.Class)
+	if err != nil || !found || want != l.Credential {
+		return grant{}, false, err
 	}
-	return grant{all: l.Class == "", class: l.Class}, true
+	return grant{all: l.Class == "", class: l.Class}, true, nil
 }
 
 // credentialLogin checks a presented secret and returns the login it would
 // start (without its id): the server token's, or a class key's.
-func (s *Server) credentialLogin(ctx context.Context, secret string) (store.Login, bool) {
+func (s *Server) credentialLogin(ctx context.Context, secret string) (store.Login, bool, error) {
 	l := store.Login{Expires: s.cfg.Now().Add(loginTTL)}
 	if secret == "" {
-		return l, false
+		return l, false, nil
 	}
 	if s.auth.tokenOK(secret) {
 		l.Credential = s.auth.token
-		return l, true
+		return l, true, nil
 	}
 	c, err := s.cfg.Store.ClassByKey(ctx, store.HashSecret(secret))
+	if errors.Is(err, store.ErrNotFound) {
+		return l, false, nil
+	}
 	if err != nil {
-		if !errors.Is(err, store.ErrNotFound) {
-			s.log.Warn("checking a class key", "err", err)
-		}
-		return l, false
+		s.log.Warn("checking a class key", "err", err)
+		return l, false, errCredentialsUnchecked
 	}
 	l.Class, l.Credential = c.ID, c.KeyHash
-	return l, true
+	return l, true, nil
 }
 
 // credentialOf is the hash of the secret that logins of class ("" for the
-// server token) must have been made with.
-func (s *Server) credentialOf(ctx context.Context, class string) ([32]byte, bool) {
+// server token) must have been made with; found is false for a class that
+// is gone.
+func (s *Server) credentialOf(ctx context.Context, class string) (hash [32]byte, found bool, err error) {
 	if class == "" {
-		return s.auth.token, !s.auth.unset
+		return s.auth.token, !s.auth.unset, nil
 	}
 	c, err := s.cfg.Store.Class(ctx, class)
-	if err != nil {
-		return [32]byte{}, false
+	if errors.Is(err, store.ErrNotFound) {
+		return hash, false, nil
 	}
-	return c.KeyHash, true
+	if err != nil {
+		s.log.Warn("reading a login's class", "err", err)
+		return hash, false, errCredentialsUnchecked
+	}
+	return c.KeyHash, true, nil
 }
 
 // serverWide lets through requests whose grant covers everything: routes
