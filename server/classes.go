@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -521,8 +522,9 @@ func (s *Server) forget(ids []string) {
 	s.overview.mark()
 }
 
-// closeTabs closes the student tabs and instructor watchers of sessions
-// about to be deleted, outside every lock.
+// closeTabs closes the student tabs of sessions about to be deleted,
+// outside every lock, all at once, and returns when every close handshake
+// has ended (the WebSocket library bounds each one).
 func (s *Server) closeTabs(sessions []*session) {
 	var open []*conn
 	for _, sess := range sessions {
@@ -532,9 +534,11 @@ func (s *Server) closeTabs(sessions []*session) {
 		}
 		sess.mu.Unlock()
 	}
+	var closing sync.WaitGroup
 	for _, c := range open {
-		go c.ws.Close(closeDeleted.code, closeDeleted.text)
+		closing.Go(func() { c.ws.Close(closeDeleted.code, closeDeleted.text) })
 	}
+	closing.Wait()
 }
 
 // closeDeleted closes the tabs of a session an instructor deleted.
