@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -522,9 +521,11 @@ func (s *Server) forget(ids []string) {
 	s.overview.mark()
 }
 
-// closeTabs closes the student tabs of sessions about to be deleted,
-// outside every lock, all at once, and returns when every close handshake
-// has ended (the WebSocket library bounds each one).
+// closeTabs starts closing the student tabs of sessions about to be
+// deleted, outside every lock. Each close handshake runs in a goroutine
+// counted in Server.handlers (so Shutdown waits for it) and ends within the
+// WebSocket library's handshake timeout; the request does not wait for a
+// client slow to answer.
 func (s *Server) closeTabs(sessions []*session) {
 	var open []*conn
 	for _, sess := range sessions {
@@ -534,11 +535,18 @@ func (s *Server) closeTabs(sessions []*session) {
 		}
 		sess.mu.Unlock()
 	}
-	var closing sync.WaitGroup
-	for _, c := range open {
-		closing.Go(func() { c.ws.Close(closeDeleted.code, closeDeleted.text) })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return // CloseSockets closes them
 	}
-	closing.Wait()
+	for _, c := range open {
+		s.handlers.Add(1)
+		go func() {
+			defer s.handlers.Done()
+			c.ws.Close(closeDeleted.code, closeDeleted.text)
+		}()
+	}
 }
 
 // closeDeleted closes the tabs of a session an instructor deleted.
