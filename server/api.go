@@ -137,9 +137,7 @@ func (s *Server) injectAllowed(c echo.Context, req *injectRequest) error {
 	case req.all && !g.all:
 		return refused(c, http.StatusForbidden, errForbidden.Error())
 	case req.class != "":
-		c.SetParamNames("id")
-		c.SetParamValues(req.class)
-		_, err := s.classOfRequest(c)
+		_, err := s.grantedClass(c, req.class)
 		return err
 	}
 	for _, id := range req.sessions {

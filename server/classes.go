@@ -86,7 +86,13 @@ func (s *Server) storeFailed(c echo.Context, what string, err error) error {
 
 // classOfRequest reads the :id class, which the request's grant must reach.
 func (s *Server) classOfRequest(c echo.Context) (store.Class, error) {
-	id := c.Param("id")
+	return s.grantedClass(c, c.Param("id"))
+}
+
+// grantedClass reads class id, which the request's grant must reach; when
+// it cannot, it answers the request (403, 404 or 503) and returns
+// errAnswered.
+func (s *Server) grantedClass(c echo.Context, id string) (store.Class, error) {
 	if !grantFrom(c).allows(id) {
 		return store.Class{}, refused(c, http.StatusForbidden, errForbidden.Error())
 	}

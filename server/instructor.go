@@ -276,9 +276,7 @@ func (s *Server) existing(id string) (*session, bool) {
 func (s *Server) instructorSocket(c echo.Context) error {
 	scope := c.QueryParam("class")
 	if scope != "" {
-		c.SetParamNames("id")
-		c.SetParamValues(scope)
-		if _, err := s.classOfRequest(c); err != nil {
+		if _, err := s.grantedClass(c, scope); err != nil {
 			return handled(err)
 		}
 	} else if !grantFrom(c).all {
