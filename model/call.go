@@ -86,8 +86,11 @@ const (
 )
 
 // The two diagnostics of the reply decoder. Neither is a tool rejection.
+// Their texts are the seed's notices, which Receive shows as they are.
 var (
-	ErrInvalidJSON  = errors.New(NoticeInvalidJSON)
+	//lint:ignore ST1005 the text is the seed's notice, shown to students verbatim
+	ErrInvalidJSON = errors.New(NoticeInvalidJSON)
+	//lint:ignore ST1005 the text is the seed's notice, shown to students verbatim
 	ErrInvalidReply = errors.New(NoticeInvalidReply)
 )
 

@@ -6,6 +6,7 @@ import (
 )
 
 func TestParseReply(t *testing.T) {
+	t.Parallel()
 	key := Key{RunID: "run-1", CallID: "lookup"}
 	tests := []struct {
 		name string
@@ -64,6 +65,7 @@ func TestParseReply(t *testing.T) {
 }
 
 func TestDiagnosticTexts(t *testing.T) {
+	t.Parallel()
 	if got := Receive(Begin("run-1", "lookup"), "{").Notice; got != "Invalid JSON: could not parse message." {
 		t.Errorf("invalid JSON notice = %q", got)
 	}
@@ -73,6 +75,7 @@ func TestDiagnosticTexts(t *testing.T) {
 }
 
 func TestAccept(t *testing.T) {
+	t.Parallel()
 	key := Key{RunID: "run-2", CallID: "lookup"}
 	other := []Key{{RunID: "run-1", CallID: "lookup"}, {RunID: "run-2", CallID: "other"}, {RunID: "", CallID: ""}, {RunID: "run-2 ", CallID: "lookup"}}
 	calls := map[string]Call{
@@ -115,6 +118,7 @@ func TestAccept(t *testing.T) {
 }
 
 func TestExpire(t *testing.T) {
+	t.Parallel()
 	key := Key{RunID: "run-3", CallID: "lookup"}
 	tests := []struct {
 		call Call
@@ -137,6 +141,7 @@ func TestExpire(t *testing.T) {
 }
 
 func TestView(t *testing.T) {
+	t.Parallel()
 	key := Key{RunID: "run-1", CallID: "lookup"}
 	tests := []struct {
 		call Call

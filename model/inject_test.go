@@ -54,6 +54,7 @@ func labWith(t *testing.T, history string) *Lab {
 }
 
 func TestPresets(t *testing.T) {
+	t.Parallel()
 	deadline := func(run string) Injection { return Injection{Kind: DeadlineMessage, Key: Key{run, "lookup"}} }
 	raw := func(s string) Injection { return Injection{Kind: ReplyMessage, Raw: s} }
 	tests := []struct {
@@ -128,7 +129,7 @@ func TestPresets(t *testing.T) {
 			do(t, l, Command{Kind: Inject, By: Instructor, Inject: Injection{Preset: tt.preset, Deliver: true}})
 			v := l.View()
 			last := v.Receipts[len(v.Receipts)-1]
-			if v.Notice != tt.notice || last != (Receipt{Message: len(v.Queue), Notice: tt.notice, By: Instructor}) {
+			if v.Notice != tt.notice || last.Message != len(v.Queue) || last.Notice != tt.notice || last.By != Instructor || last.From != Instructor {
 				t.Fatalf("delivered: notice %q, receipt %+v; want %q by the instructor", v.Notice, last, tt.notice)
 			}
 			if m := v.Queue[len(v.Queue)-1]; m.From != "instructor" {
@@ -144,6 +145,7 @@ func TestPresets(t *testing.T) {
 }
 
 func TestParsePreset(t *testing.T) {
+	t.Parallel()
 	for _, p := range Presets() {
 		if got, ok := ParsePreset(p.String()); !ok || got != p {
 			t.Errorf("ParsePreset(%q) = %v, %v", p, got, ok)
@@ -160,10 +162,11 @@ func TestParsePreset(t *testing.T) {
 }
 
 func TestInjectHoldAndDeliver(t *testing.T) {
+	t.Parallel()
 	l := labWith(t, "completed at run-2")
 	do(t, l, Command{Kind: Inject, By: Instructor, Inject: Injection{Kind: DeadlineMessage, Key: Key{"run-9", "x"}}})
 	v := l.View()
-	if got := v.Queue[1]; got != (MessageView{ID: 2, Kind: "deadline", From: "instructor", Label: "Deadline for run-9/x"}) {
+	if got := v.Queue[1]; got != (MessageView{ID: 2, Kind: "deadline", From: "instructor", Label: "Deadline for run-9/x", Number: "I1"}) {
 		t.Fatalf("held = %+v", got)
 	}
 	if len(v.Receipts) != 1 || v.Notice != NoticeAcceptedComplete {
@@ -171,18 +174,19 @@ func TestInjectHoldAndDeliver(t *testing.T) {
 	}
 	// The student delivers it later; the receipt is the student's.
 	do(t, l, Command{Kind: Deliver, Message: 2})
-	if r := l.View().Receipts[1]; r != (Receipt{Message: 2, Notice: NoticeDeadlineOtherCall, By: Student}) {
+	if r := l.View().Receipts[1]; r.Message != 2 || r.Notice != NoticeDeadlineOtherCall || r.By != Student || r.From != Instructor || r.Number != "I1" {
 		t.Fatalf("receipt %+v", r)
 	}
 	// A free-form reply delivered now.
 	do(t, l, Command{Kind: Inject, By: Instructor, Inject: Injection{Kind: ReplyMessage, Raw: "nope", Deliver: true}})
-	if r := l.View().Receipts[2]; r != (Receipt{Message: 3, Notice: NoticeInvalidJSON, By: Instructor}) {
+	if r := l.View().Receipts[2]; r.Message != 3 || r.Notice != NoticeInvalidJSON || r.By != Instructor || r.Number != "I2" {
 		t.Fatalf("receipt %+v", r)
 	}
 }
 
 // TestInjectIsAtomic: an injection that would pass any cap is refused whole.
 func TestInjectIsAtomic(t *testing.T) {
+	t.Parallel()
 	lim := Limits{MaxReplyBytes: 100, MaxHeld: 2, MaxHeldBytes: 150, MaxReceipts: 1}
 	tests := []struct {
 		name  string
@@ -213,6 +217,7 @@ func TestInjectIsAtomic(t *testing.T) {
 }
 
 func TestNormalizeName(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want, err string }{
 		{"Ada", "Ada", ""},
 		{"  Ada Lovelace \t", "Ada Lovelace", ""},
@@ -240,6 +245,7 @@ func TestNormalizeName(t *testing.T) {
 }
 
 func TestRename(t *testing.T) {
+	t.Parallel()
 	l := NewLab()
 	do(t, l, Command{Kind: Rename, Name: "  Ada "})
 	if v := l.View(); v.Name != "Ada" || v.Notice != NoticeReady || v.Seq != 1 {

@@ -48,6 +48,28 @@ type Message struct {
 	From Actor
 	Raw  string // ReplyMessage only
 	Key  Key    // DeadlineMessage only
+	// Number is how the page numbers the message: the student's own
+	// messages "1", "2", … in the order queued, the instructor's "I1", "I2",
+	// …, so that an injection never shifts the walkthrough's "deliver
+	// message 2". ID stays the protocol's id. Apply assigns Number from the
+	// queue, whatever an event's copy says, so a stored log need not keep it.
+	Number string
+}
+
+// messageNumber is the Number of the n-th message (from 1) queued by from.
+func messageNumber(from Actor, n int) string {
+	if from == Instructor {
+		return "I" + strconv.Itoa(n)
+	}
+	return strconv.Itoa(n)
+}
+
+// numbering is the index of from's count in Lab.numbered.
+func numbering(from Actor) int {
+	if from == Instructor {
+		return 1
+	}
+	return 0
 }
 
 // Label is how the queue shows the message.
@@ -58,19 +80,20 @@ func (m Message) Label() string {
 	return m.Raw
 }
 
-// deliver applies the message to the call that is current now.
-func (m Message) deliver(c Call) Update {
-	if m.Kind == DeadlineMessage {
-		return Expire(c, m.Key)
-	}
-	return Receive(c, m.Raw)
-}
-
-// Receipt records one delivery, in arrival order.
+// Receipt records one delivery, in arrival order. Everything in it is
+// decided when the delivery is applied, so a replay gives the same text.
 type Receipt struct {
 	Message int
-	Notice  string
-	By      Actor
+	Notice  string // the seed's notice, verbatim
+	By      Actor  // who delivered it
+	Number  string // the message's Number ("2", "I1")
+	From    Actor  // who queued the message
+	Why     string // the notice explained in terms of the call (see Explain)
+	Kind    DeliveryKind
+	// Predicted is what the deliverer said the notice would be, NoPrediction
+	// if nothing; Right says whether ClassifyNotice(Notice) agrees.
+	Predicted Prediction
+	Right     bool
 }
 
 // Limits bound what one session may hold. Zero fields take the defaults.
@@ -133,10 +156,11 @@ const (
 type Command struct {
 	Kind    CommandKind
 	By      Actor
-	Raw     string    // QueueReply
-	Message int       // Deliver
-	Name    string    // Rename: as typed; Decide normalizes it
-	Inject  Injection // Inject
+	Raw     string     // QueueReply
+	Message int        // Deliver
+	Predict Prediction // Deliver: optional, NoPrediction for none
+	Name    string     // Rename: as typed; Decide normalizes it
+	Inject  Injection  // Inject
 }
 
 // Injection is what an instructor injects: a preset, resolved against the
@@ -165,11 +189,12 @@ const (
 // order rebuilds its state, so an event carries everything it needs (a queued
 // message with its id and captured identity, a normalized name).
 type Event struct {
-	Kind    EventKind
-	By      Actor
-	Message Message // MessageQueued, MessageInjected: the message; MessageDelivered: only its ID
-	Name    string  // Renamed: the new name, already normalized
-	Deliver bool    // MessageInjected: delivered in the same event
+	Kind       EventKind
+	By         Actor
+	Message    Message    // MessageQueued, MessageInjected: the message; MessageDelivered: only its ID
+	Name       string     // Renamed: the new name, already normalized
+	Deliver    bool       // MessageInjected: delivered in the same event
+	Prediction Prediction // MessageDelivered: what the student expected, NoPrediction if nothing
 }
 
 // Lab is one student's lab session: the current call, the run counter, the
@@ -187,6 +212,12 @@ type Lab struct {
 	// call's final outcome, 0 while it has none: the duplicate preset
 	// resends exactly that text.
 	accepted int
+	// numbered counts the held messages queued by each actor, for Number.
+	numbered [2]int
+	exercise Exercise
+	// predicted and right count deliveries with a prediction, and those
+	// whose prediction the notice bore out.
+	predicted, right int
 }
 
 // NewLab returns a session at run-1, as the page starts.
@@ -210,6 +241,9 @@ func (l *Lab) Message(id int) (Message, bool) {
 // Call returns the current call.
 func (l *Lab) Call() Call { return l.call }
 
+// Exercise returns the session's progress through the nine checkpoints.
+func (l *Lab) Exercise() Exercise { return l.exercise }
+
 // Decide validates a command against the session and its limits and returns
 // the event it causes, without changing anything. A refused command changes
 // nothing.
@@ -223,6 +257,7 @@ func (l *Lab) Decide(cmd Command, lim Limits) (Event, error) {
 		if cmd.Kind == QueueDeadline {
 			m = Message{ID: m.ID, Kind: DeadlineMessage, From: cmd.By, Key: l.call.Key}
 		}
+		m.Number = l.nextNumber(m.From)
 		if err := l.canHold(m, lim); err != nil {
 			return Event{}, err
 		}
@@ -231,10 +266,13 @@ func (l *Lab) Decide(cmd Command, lim Limits) (Event, error) {
 		if cmd.Message < 1 || cmd.Message > len(l.queue) {
 			return Event{}, fmt.Errorf("%w %d", ErrUnknownMessage, cmd.Message)
 		}
+		if cmd.Predict >= numPredictions {
+			return Event{}, fmt.Errorf("%w %d", ErrUnknownPrediction, cmd.Predict)
+		}
 		if len(l.receipts) >= lim.MaxReceipts {
 			return Event{}, &LimitError{Cap: "receipts", Max: lim.MaxReceipts}
 		}
-		return Event{Kind: MessageDelivered, By: cmd.By, Message: Message{ID: cmd.Message}}, nil
+		return Event{Kind: MessageDelivered, By: cmd.By, Message: Message{ID: cmd.Message}, Prediction: cmd.Predict}, nil
 	case Rename:
 		name, err := NormalizeName(cmd.Name)
 		if err != nil {
@@ -260,7 +298,7 @@ func (l *Lab) decideInjection(cmd Command, lim Limits) (Event, error) {
 		resolved.Deliver = in.Deliver
 		in = resolved
 	}
-	m := Message{ID: len(l.queue) + 1, Kind: in.Kind, From: cmd.By}
+	m := Message{ID: len(l.queue) + 1, Kind: in.Kind, From: cmd.By, Number: l.nextNumber(cmd.By)}
 	switch in.Kind {
 	case ReplyMessage:
 		m.Raw = in.Raw
@@ -276,6 +314,11 @@ func (l *Lab) decideInjection(cmd Command, lim Limits) (Event, error) {
 		return Event{}, &LimitError{Cap: "receipts", Max: lim.MaxReceipts}
 	}
 	return Event{Kind: MessageInjected, By: cmd.By, Message: m, Deliver: in.Deliver}, nil
+}
+
+// nextNumber is the Number of the next message from queues.
+func (l *Lab) nextNumber(from Actor) string {
+	return messageNumber(from, l.numbered[numbering(from)]+1)
 }
 
 func (l *Lab) canHold(m Message, lim Limits) error {
@@ -300,12 +343,20 @@ func (l *Lab) Apply(e Event) (string, error) {
 		return "", err
 	}
 	l.runs, l.call, l.notice, l.accepted, l.name = c.runs, c.call, c.notice, c.accepted, c.name
+	l.exercise = c.exercise
 	if c.queued != nil {
 		l.queue = append(l.queue, *c.queued)
 		l.heldBytes += len(c.queued.Raw)
+		l.numbered[numbering(c.queued.From)]++
 	}
-	if c.receipt != nil {
-		l.receipts = append(l.receipts, *c.receipt)
+	if r := c.receipt; r != nil {
+		l.receipts = append(l.receipts, *r)
+		if r.Predicted != NoPrediction {
+			l.predicted++
+			if r.Right {
+				l.right++
+			}
+		}
 	}
 	l.seq++
 	return l.notice, nil
@@ -332,33 +383,43 @@ type change struct {
 	notice   string
 	accepted int
 	name     string
+	exercise Exercise
 	queued   *Message // appended to the queue
 	receipt  *Receipt // appended to the receipts
 }
 
 func (l *Lab) next(e Event) (change, error) {
-	c := change{runs: l.runs, call: l.call, notice: l.notice, accepted: l.accepted, name: l.name}
+	c := change{runs: l.runs, call: l.call, notice: l.notice, accepted: l.accepted, name: l.name, exercise: l.exercise}
+	seq := l.seq + 1 // the seq this event will have
 	switch e.Kind {
 	case RunStarted:
 		c.runs++
 		c.call = Begin(runID(c.runs), CallID)
 		c.notice = NoticeStarted
 		c.accepted = 0
+		c.exercise.runStarted()
 	case MessageQueued, MessageInjected:
 		if e.Message.ID != len(l.queue)+1 {
 			return change{}, fmt.Errorf("queued message id %d, want %d", e.Message.ID, len(l.queue)+1)
 		}
 		m := e.Message
+		m.Number = l.nextNumber(m.From)
 		c.queued = &m
+		if e.Kind == MessageQueued && e.By == Student {
+			c.exercise.queued(seq, c.call, m)
+		}
 		if e.Kind == MessageInjected && e.Deliver {
-			c.deliver(m, e.By)
+			c.deliver(seq, m, e.By, NoPrediction)
 		}
 	case MessageDelivered:
 		m, ok := l.Message(e.Message.ID)
 		if !ok {
 			return change{}, fmt.Errorf("%w %d", ErrUnknownMessage, e.Message.ID)
 		}
-		c.deliver(m, e.By)
+		if e.Prediction >= numPredictions {
+			return change{}, fmt.Errorf("%w %d", ErrUnknownPrediction, e.Prediction)
+		}
+		c.deliver(seq, m, e.By, e.Prediction)
 	case Renamed:
 		c.name = e.Name
 	default:
@@ -369,23 +430,26 @@ func (l *Lab) next(e Event) (change, error) {
 
 // deliver applies m to the current call and records the receipt; the first
 // final reply of a run remembers which message brought it.
-func (c *change) deliver(m Message, by Actor) {
-	u := m.deliver(c.call)
-	if !c.call.Status.Final() && u.Call.Status.Final() {
+func (c *change) deliver(seq uint64, m Message, by Actor, p Prediction) {
+	d := Explain(c.call, m)
+	if !c.call.Status.Final() && d.Call.Status.Final() {
 		c.accepted = m.ID
 	}
-	c.call, c.notice = u.Call, u.Notice
-	c.receipt = &Receipt{Message: m.ID, Notice: u.Notice, By: by}
+	c.exercise.delivered(seq, by, c.runs, c.call, m, d)
+	c.call, c.notice = d.Call, d.Notice
+	c.receipt = &Receipt{
+		Message: m.ID, Notice: d.Notice, By: by, Number: m.Number, From: m.From,
+		Why: d.Why, Kind: d.Kind, Predicted: p, Right: p != NoPrediction && ClassifyNotice(d.Notice) == p,
+	}
 }
-
-// deliver applies held message id (which exists) to the current call.
 
 // MessageView is a held message as the page lists it.
 type MessageView struct {
-	ID    int
-	Kind  string
-	From  string
-	Label string
+	ID     int
+	Kind   string
+	From   string
+	Label  string
+	Number string // "1", "2", … for the student's messages, "I1", … for the instructor's
 }
 
 // LabView is the whole state a client renders.
@@ -399,6 +463,10 @@ type LabView struct {
 	Name     string        // the student's display name, "" when unset
 	Held     int           // held messages in all
 	Received int           // receipts in all
+	Exercise Exercise      // the nine checkpoints
+	// Predicted and Right count the deliveries with a prediction and those
+	// the notice bore out.
+	Predicted, Right int
 }
 
 // View presents the session. The slices are fresh copies.
@@ -411,18 +479,21 @@ func (l *Lab) View() LabView { return l.ViewSince(0, 0) }
 func (l *Lab) ViewSince(held, received int) LabView {
 	held, received = min(max(held, 0), len(l.queue)), min(max(received, 0), len(l.receipts))
 	v := LabView{
-		Seq:      l.seq,
-		Call:     l.call.View(),
-		Notice:   l.notice,
-		Draft:    Draft(l.call.Key),
-		Queue:    make([]MessageView, 0, len(l.queue)-held),
-		Receipts: append([]Receipt(nil), l.receipts[received:]...),
-		Name:     l.name,
-		Held:     len(l.queue),
-		Received: len(l.receipts),
+		Seq:       l.seq,
+		Call:      l.call.View(),
+		Notice:    l.notice,
+		Draft:     Draft(l.call.Key),
+		Queue:     make([]MessageView, 0, len(l.queue)-held),
+		Receipts:  append([]Receipt(nil), l.receipts[received:]...),
+		Name:      l.name,
+		Held:      len(l.queue),
+		Received:  len(l.receipts),
+		Exercise:  l.exercise,
+		Predicted: l.predicted,
+		Right:     l.right,
 	}
 	for _, m := range l.queue[held:] {
-		v.Queue = append(v.Queue, MessageView{ID: m.ID, Kind: m.Kind.String(), From: m.From.String(), Label: m.Label()})
+		v.Queue = append(v.Queue, MessageView{ID: m.ID, Kind: m.Kind.String(), From: m.From.String(), Label: m.Label(), Number: m.Number})
 	}
 	return v
 }

@@ -38,6 +38,7 @@ func lastReceipt(l *Lab) Receipt { return l.receipts[len(l.receipts)-1] }
 
 // TestWalkthrough follows the seed's nine steps.
 func TestWalkthrough(t *testing.T) {
+	t.Parallel()
 	l := NewLab()
 	check(t, l, "run-1", shown{"Pending", "", NoticeReady})
 	if got, want := l.View().Draft, `{"runId":"run-1","callId":"lookup","kind":"completed","output":"Answer for run-1"}`; got != want {
@@ -115,7 +116,7 @@ func TestWalkthrough(t *testing.T) {
 	do(t, l, Command{Kind: Deliver, Message: 16})
 	check(t, l, "run-7", shown{"Completed", "<strong>Found it</strong>", "Accepted completion."})
 
-	if got := lastReceipt(l); got != (Receipt{Message: 16, Notice: "Accepted completion."}) {
+	if got := lastReceipt(l); got.Message != 16 || got.Notice != "Accepted completion." || got.Number != "16" {
 		t.Fatalf("last receipt = %+v", got)
 	}
 	if got, want := len(l.View().Receipts), 18; got != want {
@@ -124,15 +125,16 @@ func TestWalkthrough(t *testing.T) {
 }
 
 func TestQueueDeadlineCapturesIdentity(t *testing.T) {
+	t.Parallel()
 	l := NewLab()
 	do(t, l, Command{Kind: QueueDeadline})
 	do(t, l, Command{Kind: StartRun})
 	m := l.View().Queue[0]
-	if m != (MessageView{ID: 1, Kind: "deadline", From: "student", Label: "Deadline for run-1/lookup"}) {
+	if m != (MessageView{ID: 1, Kind: "deadline", From: "student", Label: "Deadline for run-1/lookup", Number: "1"}) {
 		t.Fatalf("queued deadline = %+v", m)
 	}
 	do(t, l, Command{Kind: QueueReply, Raw: "anything", By: Instructor})
-	if m := l.View().Queue[1]; m != (MessageView{ID: 2, Kind: "reply", From: "instructor", Label: "anything"}) {
+	if m := l.View().Queue[1]; m != (MessageView{ID: 2, Kind: "reply", From: "instructor", Label: "anything", Number: "I1"}) {
 		t.Fatalf("queued reply = %+v", m)
 	}
 }
@@ -159,6 +161,7 @@ func checkRefused(t *testing.T, setup []Command, lim Limits, cmd Command, want s
 }
 
 func TestRefusals(t *testing.T) {
+	t.Parallel()
 	lim := Limits{MaxReplyBytes: 10, MaxHeld: 3, MaxHeldBytes: 16, MaxReceipts: 2}
 	tests := []struct {
 		name  string
@@ -186,6 +189,7 @@ func TestRefusals(t *testing.T) {
 }
 
 func TestApplyRejectsCorruptEvents(t *testing.T) {
+	t.Parallel()
 	l := NewLab()
 	for _, ev := range []Event{
 		{Kind: MessageDelivered, Message: Message{ID: 1}},
@@ -212,7 +216,7 @@ func FuzzReplay(f *testing.F) {
 		live, lim := NewLab(), Limits{MaxHeld: 8, MaxReceipts: 16}
 		var events []Event
 		for i, op := range ops {
-			cmd := Command{Kind: CommandKind(op % 6), By: Actor(op / 6 % 2), Message: int(op / 12), Name: raw}
+			cmd := Command{Kind: CommandKind(op % 6), By: Actor(op / 6 % 2), Message: int(op / 12), Name: raw, Predict: Prediction(op % 5)}
 			if cmd.Kind == Inject {
 				cmd.Inject = Injection{Preset: Preset(op / 12 % 11), Kind: MessageKind(op / 6 % 2), Raw: raw, Key: Key{raw, CallID}, Deliver: op/12%2 == 1}
 			}

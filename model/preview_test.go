@@ -43,6 +43,7 @@ func FuzzPreview(f *testing.F) {
 }
 
 func TestPreviewRefusesWhatApplyRefuses(t *testing.T) {
+	t.Parallel()
 	l := NewLab()
 	if _, _, err := l.Preview(Event{Kind: MessageDelivered, Message: Message{ID: 3}}); err == nil {
 		t.Fatal("Preview accepted a delivery of a message never queued")

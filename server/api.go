@@ -17,30 +17,6 @@ import (
 // The instructor's HTTP JSON API (docs/instructor.md). Every route is behind
 // requireInstructor. Handlers are thin: decode, ask the sessions, encode.
 
-// apiErrorBody is every API error: {"error": "…"}.
-type apiErrorBody struct {
-	Error string `json:"error"`
-}
-
-// requestError refuses an API request as a whole, before any session is
-// touched; its text goes to the client as is.
-type requestError struct {
-	status int
-	msg    string
-}
-
-func (e *requestError) Error() string { return e.msg }
-
-func badRequest(format string, args ...any) error {
-	return &requestError{status: http.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
-}
-
-// instructorPage serves the console.
-func (s *Server) instructorPage(c echo.Context) error {
-	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.HTMLBlob(http.StatusOK, s.instructorHTML)
-}
-
 // listSessions answers GET /api/sessions.
 func (s *Server) listSessions(c echo.Context) error {
 	return c.JSON(http.StatusOK, struct {
@@ -52,18 +28,20 @@ func (s *Server) listSessions(c echo.Context) error {
 // the student's page receives it, and the timeline.
 func (s *Server) getSession(c echo.Context) error {
 	id := c.Param("id")
-	sess, ok := s.existing(id)
+	sess, ok := s.find(id)
 	if !ok || !canonicalID(id) {
-		return c.JSON(http.StatusNotFound, apiErrorBody{fmt.Sprintf("%v %s", errUnknownSession, id)})
+		return requestErrorf(http.StatusNotFound, "%v %s", errUnknownSession, id)
 	}
 	if !grantFrom(c).allows(s.classOfSession(id)) {
-		return c.JSON(http.StatusForbidden, apiErrorBody{errForbidden.Error()})
+		return requestErrorf(http.StatusForbidden, "%v", errForbidden)
 	}
+	row := sess.overviewRow()
+	row.Class = s.classOfSession(id)
 	return c.JSON(http.StatusOK, struct {
 		Session  sessionRow      `json:"session"`
 		State    json.RawMessage `json:"state"`
 		Timeline []timelineEntry `json:"timeline"`
-	}{sess.overviewRow(), sess.snapshot(), sess.Timeline()})
+	}{row, sess.snapshot(), sess.recentTimeline()})
 }
 
 // injectRequest is a decoded POST /api/inject body.
@@ -88,26 +66,22 @@ func (s *Server) inject(c echo.Context) error {
 	r := c.Request()
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		// Also what keeps other sites' forms out: they cannot send this type.
-		return c.JSON(http.StatusUnsupportedMediaType, apiErrorBody{"the body must be JSON, sent with Content-Type: application/json"})
+		return requestErrorf(http.StatusUnsupportedMediaType, "the body must be JSON, sent with Content-Type: application/json")
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, s.cfg.MaxFrameBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return c.JSON(http.StatusRequestEntityTooLarge, apiErrorBody{fmt.Sprintf("request body size in bytes limit reached (at most %d)", s.cfg.MaxFrameBytes)})
+			return requestErrorf(http.StatusRequestEntityTooLarge, "request body size in bytes limit reached (at most %d)", s.cfg.MaxFrameBytes)
 		}
-		return c.JSON(http.StatusBadRequest, apiErrorBody{"reading the request body failed"})
+		return badRequest("reading the request body failed")
 	}
 	req, err := decodeInjectRequest(body, s.cfg.Limits)
 	if err != nil {
-		var re *requestError
-		if errors.As(err, &re) {
-			return c.JSON(re.status, apiErrorBody{re.msg})
-		}
 		return err
 	}
-	if err := s.injectAllowed(c, &req); err != nil {
-		return handled(err)
+	if err := s.injectAllowed(c, req); err != nil {
+		return err
 	}
 	results := s.injectInto(req)
 	applied := 0
@@ -122,27 +96,28 @@ func (s *Server) inject(c echo.Context) error {
 		Error   string         `json:"error,omitempty"`
 	}{applied, results, ""}
 	if !req.all && req.class == "" && len(results) == 1 && results[0].Reason == "unknown_session" {
+		// Still {"error": "…"}, with the results beside it.
 		out.Error = results[0].Error
 		return c.JSON(http.StatusNotFound, out)
 	}
 	return c.JSON(http.StatusOK, out)
 }
 
-// injectAllowed checks the request's targets against its grant: "all" needs
-// the server's token, "class" a grant of that class (which must exist), and
-// every named session that exists must be in a granted class.
-func (s *Server) injectAllowed(c echo.Context, req *injectRequest) error {
+// injectAllowed checks an injection's targets against the request's grant:
+// "all" needs the server's token, "class" a grant of that class (which must
+// exist), and every named session that exists must be in a granted class.
+func (s *Server) injectAllowed(c echo.Context, req injectRequest) error {
 	g := grantFrom(c)
 	switch {
 	case req.all && !g.all:
-		return refused(c, http.StatusForbidden, errForbidden.Error())
+		return requestErrorf(http.StatusForbidden, "%v", errForbidden)
 	case req.class != "":
 		_, err := s.grantedClass(c, req.class)
 		return err
 	}
 	for _, id := range req.sessions {
-		if _, ok := s.existing(id); ok && !g.allows(s.classOfSession(id)) {
-			return refused(c, http.StatusForbidden, errForbidden.Error())
+		if _, ok := s.find(id); ok && !g.allows(s.classOfSession(id)) {
+			return requestErrorf(http.StatusForbidden, "%v", errForbidden)
 		}
 	}
 	return nil
@@ -167,7 +142,7 @@ func (s *Server) injectInto(req injectRequest) []injectResult {
 	waits := make([]chan error, len(ids))
 	for i, id := range ids {
 		results[i].Session = id
-		sess, ok := s.existing(id)
+		sess, ok := s.find(id)
 		if !ok {
 			r := classify(s.log, fmt.Errorf("%w %s", errUnknownSession, id))
 			results[i].Reason, results[i].Error = r.reason, r.text
@@ -192,7 +167,7 @@ func (s *Server) injectInto(req injectRequest) []injectResult {
 
 // decodeInjectRequest is the one place POST /api/inject bodies are decoded.
 //
-//	{"sessions": ["<id>", …] | "all": true,
+//	{"sessions": ["<id>", …] | "class": "<id>" | "all": true,
 //	 "mode": "hold" | "deliver"  (default hold),
 //	 and exactly one of
 //	 "preset": "<name>" | "raw": "<reply text>" | "deadline": {"runId": "…", "callId": "…"}}
@@ -230,7 +205,7 @@ func decodeInjectRequest(body []byte, lim model.Limits) (injectRequest, error) {
 	case targets == 0:
 		return req, badRequest(`name the target sessions in "sessions", a class in "class", or set "all": true`)
 	case in.Class != nil && !canonicalID(*in.Class):
-		return req, &requestError{http.StatusNotFound, fmt.Sprintf("no such class %q", *in.Class)}
+		return req, requestErrorf(http.StatusNotFound, "no such class %q", *in.Class)
 	}
 	req.all = in.All
 	if in.Class != nil {
@@ -274,7 +249,7 @@ func decodeInjectRequest(body []byte, lim model.Limits) (injectRequest, error) {
 		req.inject.Preset = p
 	case in.Raw != nil:
 		if len(*in.Raw) > lim.MaxReplyBytes {
-			return req, &requestError{http.StatusRequestEntityTooLarge, fmt.Sprintf("raw reply size in bytes limit reached (at most %d)", lim.MaxReplyBytes)}
+			return req, requestErrorf(http.StatusRequestEntityTooLarge, "raw reply size in bytes limit reached (at most %d)", lim.MaxReplyBytes)
 		}
 		req.inject.Kind, req.inject.Raw = model.ReplyMessage, *in.Raw
 	default:

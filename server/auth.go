@@ -26,9 +26,6 @@ const (
 	instructorCookie = "lab_instructor"
 	// loginTTL is how long a console login lasts: a teaching day.
 	loginTTL = 12 * time.Hour
-	// maxLogins bounds the stored logins; the soonest to expire gives way
-	// to a new one.
-	maxLogins = 64
 )
 
 // instructorAuth checks the server's instructor token. Fixed at New.
@@ -48,29 +45,46 @@ func (a *instructorAuth) tokenOK(got string) bool {
 }
 
 // requireInstructor lets through requests with instructor credentials (the
-// console's login cookie, the bearer token or a class key), and records
+// console's login cookie, the bearer token or a class key) and records
 // their grant for the handler (grantFrom). Others are refused: a page
-// request is sent to the login form, anything else gets 401 and a JSON
-// error.
+// request is sent to the login form, anything else gets 401 (as JSON, see
+// answersJSON). When the store cannot be read to check a login, 503: an
+// outage must not send the console to the login form.
 func (s *Server) requireInstructor(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		g, ok, err := s.grantOf(r)
 		if err != nil {
 			c.Response().Header().Set("Retry-After", "2")
-			return answerError(c, http.StatusServiceUnavailable, err.Error())
+			return requestErrorf(http.StatusServiceUnavailable, "%v", err)
 		}
 		if ok {
 			c.Set(grantKey, g)
 			return next(c)
 		}
-		upgrade := strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
-		if r.Method == http.MethodGet && !upgrade && !strings.HasPrefix(r.URL.Path, "/api/") {
+		if r.Method == http.MethodGet && !answersJSON(r) {
 			c.Response().Header().Set("Cache-Control", "no-store")
 			return c.Redirect(http.StatusSeeOther, "/instructor/login")
 		}
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="instructor"`)
-		return c.JSON(http.StatusUnauthorized, apiErrorBody{"instructor credentials required: log in at /instructor/login or send Authorization: Bearer <token>"})
+		return requestErrorf(http.StatusUnauthorized, "instructor credentials required: log in at /instructor/login or send Authorization: Bearer <token>")
+	}
+}
+
+// bearer requires "Authorization: Bearer token" when token is set.
+func (s *Server) bearer(token, what string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		if token == "" {
+			return next
+		}
+		return func(c echo.Context) error {
+			got, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="`+what+`"`)
+				return requestErrorf(http.StatusUnauthorized, "%s needs a bearer token", what)
+			}
+			return next(c)
+		}
 	}
 }
 
@@ -84,24 +98,24 @@ func (s *Server) loginPage(c echo.Context) error {
 // goes back to the form, which then says so.
 func (s *Server) login(c echo.Context) error {
 	c.Response().Header().Set("Cache-Control", "no-store")
-	// One limiter for the whole server: guessing the token is slow, and a
-	// teacher who mistypes it a few times is not locked out for long.
+	// One limiter for the whole server (newLoginLimiter).
 	if !s.loginLimiter.Allow() {
 		c.Response().Header().Set("Retry-After", "1")
-		return c.String(http.StatusTooManyRequests, "too many login attempts: wait a moment and try again\n")
+		return requestErrorf(http.StatusTooManyRequests, "too many login attempts: wait a moment and try again")
 	}
-	l, ok, err := s.credentialLogin(c.Request().Context(), c.FormValue("token"))
+	ctx := c.Request().Context()
+	l, ok, err := s.credentialLogin(ctx, c.FormValue("token"))
 	if err != nil {
-		return c.String(http.StatusServiceUnavailable, err.Error()+"\n")
+		return requestErrorf(http.StatusServiceUnavailable, "%v", err)
 	}
 	if !ok {
 		return c.Redirect(http.StatusSeeOther, "/instructor/login?failed=1")
 	}
 	id := store.NewSecret()
 	l.IDHash = store.HashSecret(id)
-	if err := s.cfg.Store.SaveLogin(c.Request().Context(), l, s.cfg.Now(), maxLogins); err != nil {
+	if err := s.cfg.Store.SaveLogin(ctx, l, s.cfg.Now(), maxLogins); err != nil {
 		s.log.Error("saving a console login", "err", err)
-		return c.String(http.StatusServiceUnavailable, "the lab cannot save the login right now; try again shortly\n")
+		return requestErrorf(http.StatusServiceUnavailable, "the lab cannot save the login right now; try again shortly")
 	}
 	c.SetCookie(&http.Cookie{
 		Name:     instructorCookie,

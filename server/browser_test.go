@@ -17,7 +17,6 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
-	"github.com/coder/websocket"
 
 	"github.com/toolcall-lab/lab/server"
 	"github.com/toolcall-lab/lab/store"
@@ -54,10 +53,7 @@ func startLab(t *testing.T) string {
 // startLabWith is startLab with a configuration.
 func startLabWith(t *testing.T, cfg server.Config) string {
 	t.Helper()
-	srv, err := server.New(cfg)
-	if err != nil {
-		t.Fatalf("server.New: %v", err)
-	}
+	srv := startServer(t, cfg)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	t.Cleanup(func() { stopLab(t, srv) })
@@ -313,6 +309,7 @@ func (l *expectedLab) deliver(step string, n int, notice, status, detail string)
 // TestBrowserSeedWalkthrough drives the seed's "Try delayed and reordered
 // replies" steps through the page with real clicks and typing.
 func TestBrowserSeedWalkthrough(t *testing.T) {
+	t.Parallel()
 	base := startLab(t)
 	p := newBrowser(t)
 	first := p.open(base + "/")
@@ -418,6 +415,7 @@ func saveScreenshot(t *testing.T, p *tab) {
 // TestBrowserSecondTabFollowsLive opens the same session in two tabs: each
 // sees the other's changes, and an untouched reply draft follows the run.
 func TestBrowserSecondTabFollowsLive(t *testing.T) {
+	t.Parallel()
 	base := startLab(t)
 	a := newBrowser(t)
 	a.open(base + "/")
@@ -454,6 +452,7 @@ func TestBrowserSecondTabFollowsLive(t *testing.T) {
 // TestBrowserReloadResumesSession reloads the page and expects the same
 // session and state, because the address holds the session id.
 func TestBrowserReloadResumesSession(t *testing.T) {
+	t.Parallel()
 	base := startLab(t)
 	p := newBrowser(t)
 	before := p.open(base + "/")
@@ -479,6 +478,7 @@ func TestBrowserReloadResumesSession(t *testing.T) {
 // TestBrowserMarkupIsShownLiterally checks that server text is only ever
 // text: markup in a reply shows its tags and creates no elements.
 func TestBrowserMarkupIsShownLiterally(t *testing.T) {
+	t.Parallel()
 	base := startLab(t)
 	p := newBrowser(t)
 	p.open(base + "/")
@@ -503,6 +503,7 @@ func TestBrowserMarkupIsShownLiterally(t *testing.T) {
 // Deliver button: both presses deliver, and the re-render in between keeps
 // the very same element focused.
 func TestBrowserKeyboardDeliverKeepsFocus(t *testing.T) {
+	t.Parallel()
 	base := startLab(t)
 	p := newBrowser(t)
 	p.open(base + "/")
@@ -587,6 +588,7 @@ func (s *switchHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // is reconnecting, refuses to silently drop a click meanwhile, and comes back
 // to Connected showing its session as it was.
 func TestBrowserReconnectsAfterServerRestart(t *testing.T) {
+	t.Parallel()
 	// Both servers share one event log, as a restarted process shares its
 	// data file, so the page must come back to the state it left.
 	data := filepath.Join(t.TempDir(), "lab.db")
@@ -595,10 +597,7 @@ func TestBrowserReconnectsAfterServerRestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv, err := server.New(server.Config{Store: st})
-		if err != nil {
-			t.Fatal(err)
-		}
+		srv := startServer(t, server.Config{Store: st})
 		return srv, st
 	}
 	first, firstStore := open()
@@ -624,7 +623,7 @@ func TestBrowserReconnectsAfterServerRestart(t *testing.T) {
 	sw.hold()
 	ctx, cancel := context.WithTimeout(context.Background(), browserTestTimeout)
 	defer cancel()
-	if err := first.CloseSockets(ctx, websocket.StatusServiceRestart, "restarting"); err != nil {
+	if err := first.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := firstStore.Close(); err != nil {
@@ -656,6 +655,7 @@ func TestBrowserReconnectsAfterServerRestart(t *testing.T) {
 // long unbroken text: nothing may scroll sideways, and every button keeps a
 // 44 px touch target.
 func TestBrowserPhoneWidthHasNoHorizontalScroll(t *testing.T) {
+	t.Parallel()
 	base := startLab(t)
 	p := newBrowser(t)
 	p.do("phone viewport", chromedp.EmulateViewport(360, 740, chromedp.EmulateMobile))
@@ -685,6 +685,7 @@ func TestBrowserPhoneWidthHasNoHorizontalScroll(t *testing.T) {
 // the server's error frame is shown in the alert region, nothing is queued,
 // and the next successful action clears the message.
 func TestBrowserShowsServerErrors(t *testing.T) {
+	t.Parallel()
 	base := startLab(t)
 	p := newBrowser(t)
 	p.open(base + "/")

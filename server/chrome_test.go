@@ -42,6 +42,9 @@ func findChromium() (string, error) {
 	return "", errors.New("no chromium")
 }
 
+// browserSlot holds one token per running browser.
+var browserSlot = make(chan struct{}, 1)
+
 // browser is one headless Chromium started for one test. Its tabs share the
 // collector of page problems, and the test fails at cleanup if any tab logged
 // a console error or threw an uncaught exception (CSP violations are console
@@ -78,6 +81,11 @@ func newBrowser(t *testing.T) *tab {
 		t.Skip("chromium not found: install Debian's chromium or set LAB_CHROMIUM; set LAB_E2E=1 to make this a failure")
 	}
 
+	// One browser at a time: the browser tests run in parallel with the
+	// others, not with each other (Chromium is heavy on a small machine).
+	// Registered first, so released last, after the browser has exited.
+	browserSlot <- struct{}{}
+	t.Cleanup(func() { <-browserSlot })
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
 		chromedp.Headless,

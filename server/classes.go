@@ -14,7 +14,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/coder/websocket"
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
@@ -68,20 +67,11 @@ func (s *Server) joinURL(r *http.Request, code string) string {
 	return base + "/j/" + code
 }
 
-// answerError answers an error as the route's clients read it: {"error": …} for
-// the API and WebSocket upgrades, a line of text for pages.
-func answerError(c echo.Context, status int, msg string) error {
-	r := c.Request()
-	if strings.HasPrefix(r.URL.Path, "/api/") || strings.EqualFold(r.Header.Get("Upgrade"), "websocket") || strings.HasSuffix(r.URL.Path, "/ws") {
-		return c.JSON(status, apiErrorBody{msg})
-	}
-	return c.String(status, msg+"\n")
-}
-
-// storeFailed answers a store error: 503, with the cause logged.
-func (s *Server) storeFailed(c echo.Context, what string, err error) error {
+// storeFailed refuses a request whose data the store failed to read or
+// write: 503, with the cause logged.
+func (s *Server) storeFailed(what string, err error) error {
 	s.log.Error(what, "err", err)
-	return answerError(c, http.StatusServiceUnavailable, "the lab cannot read or save its data right now; try again shortly")
+	return requestErrorf(http.StatusServiceUnavailable, "the lab cannot read or save its data right now; try again shortly")
 }
 
 // classOfRequest reads the :id class, which the request's grant must reach.
@@ -89,42 +79,29 @@ func (s *Server) classOfRequest(c echo.Context) (store.Class, error) {
 	return s.grantedClass(c, c.Param("id"))
 }
 
-// grantedClass reads class id, which the request's grant must reach; when
-// it cannot, it answers the request (403, 404 or 503) and returns
-// errAnswered.
+// grantedClass reads class id, which the request's grant must reach:
+// else 403, 404 or 503 as a requestError.
 func (s *Server) grantedClass(c echo.Context, id string) (store.Class, error) {
 	if !grantFrom(c).allows(id) {
-		return store.Class{}, refused(c, http.StatusForbidden, errForbidden.Error())
+		return store.Class{}, requestErrorf(http.StatusForbidden, "%v", errForbidden)
 	}
 	if !canonicalID(id) {
-		return store.Class{}, refused(c, http.StatusNotFound, "no such class")
+		return store.Class{}, requestErrorf(http.StatusNotFound, "no such class")
 	}
 	cl, err := s.cfg.Store.Class(c.Request().Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
-		return store.Class{}, refused(c, http.StatusNotFound, "no such class")
+		return store.Class{}, requestErrorf(http.StatusNotFound, "no such class")
 	}
 	if err != nil {
-		if err := s.storeFailed(c, "reading a class", err); err != nil {
-			return store.Class{}, err
-		}
-		return store.Class{}, errAnswered
+		return store.Class{}, s.storeFailed("reading a class", err)
 	}
 	return cl, nil
 }
 
-// errAnswered says the handler has already written its answer.
+// errAnswered says a join handler has already written its page (join.go).
 var errAnswered = errors.New("answered")
 
-// refused writes a refusal and returns errAnswered, for helpers whose
-// callers must stop.
-func refused(c echo.Context, status int, msg string) error {
-	if err := answerError(c, status, msg); err != nil {
-		return err
-	}
-	return errAnswered
-}
-
-// handled turns answerError's answer into nil for the caller to return.
+// handled turns errAnswered into nil for the handler to return.
 func handled(err error) error {
 	if errors.Is(err, errAnswered) {
 		return nil
@@ -152,15 +129,6 @@ func (s *Server) readJSON(c echo.Context, v any) error {
 		return badRequest("the body must hold one JSON object")
 	}
 	return nil
-}
-
-// answer writes a requestError, or passes any other error on.
-func answer(c echo.Context, err error) error {
-	var re *requestError
-	if errors.As(err, &re) {
-		return answerError(c, re.status, re.msg)
-	}
-	return err
 }
 
 // normalizeTitle trims a class title and checks it: 1 to maxTitleRunes
@@ -198,14 +166,14 @@ func (s *Server) createClass(c echo.Context) error {
 		Title *string `json:"title"`
 	}
 	if err := s.readJSON(c, &in); err != nil {
-		return answer(c, err)
+		return err
 	}
 	if in.Title == nil {
-		return answerError(c, http.StatusBadRequest, `give the class a "title"`)
+		return requestErrorf(http.StatusBadRequest, "%s", `give the class a "title"`)
 	}
 	title, err := normalizeTitle(*in.Title)
 	if err != nil {
-		return answer(c, err)
+		return err
 	}
 	key := store.NewSecret()
 	cl := store.Class{
@@ -218,7 +186,7 @@ func (s *Server) createClass(c echo.Context) error {
 		return s.cfg.Store.CreateClass(ctx, cl)
 	})
 	if err != nil {
-		return s.storeFailed(c, "creating a class", err)
+		return s.storeFailed("creating a class", err)
 	}
 	out := s.classJSON(c, cl)
 	out.Key = key
@@ -231,7 +199,7 @@ func (s *Server) createClass(c echo.Context) error {
 func (s *Server) listClasses(c echo.Context) error {
 	classes, err := s.cfg.Store.Classes(c.Request().Context())
 	if err != nil {
-		return s.storeFailed(c, "listing classes", err)
+		return s.storeFailed("listing classes", err)
 	}
 	out := make([]classJSON, len(classes))
 	for i, cl := range classes {
@@ -246,7 +214,7 @@ func (s *Server) listClasses(c echo.Context) error {
 func (s *Server) getClass(c echo.Context) error {
 	cl, err := s.classOfRequest(c)
 	if err != nil {
-		return handled(err)
+		return err
 	}
 	return c.JSON(http.StatusOK, struct {
 		Class    classJSON    `json:"class"`
@@ -260,17 +228,17 @@ func (s *Server) setClassOpen(open bool) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		cl, err := s.classOfRequest(c)
 		if err != nil {
-			return handled(err)
+			return err
 		}
 		ctx := c.Request().Context()
 		cl.Code, err = withFreeCode(cl.Code, func(code string) error {
 			return s.cfg.Store.SetClassOpen(ctx, cl.ID, open, code)
 		})
 		if errors.Is(err, store.ErrNotFound) {
-			return answerError(c, http.StatusNotFound, "no such class")
+			return requestErrorf(http.StatusNotFound, "%s", "no such class")
 		}
 		if err != nil {
-			return s.storeFailed(c, "opening or closing a class", err)
+			return s.storeFailed("opening or closing a class", err)
 		}
 		cl.Open = open
 		return c.JSON(http.StatusOK, struct {
@@ -284,14 +252,14 @@ func (s *Server) setClassOpen(open bool) echo.HandlerFunc {
 func (s *Server) rotateKey(c echo.Context) error {
 	cl, err := s.classOfRequest(c)
 	if err != nil {
-		return handled(err)
+		return err
 	}
 	key := store.NewSecret()
 	cl.KeyHash = store.HashSecret(key)
 	if err := s.cfg.Store.SetClassKey(c.Request().Context(), cl.ID, cl.KeyHash); errors.Is(err, store.ErrNotFound) {
-		return answerError(c, http.StatusNotFound, "no such class")
+		return requestErrorf(http.StatusNotFound, "%s", "no such class")
 	} else if err != nil {
-		return s.storeFailed(c, "rotating a class key", err)
+		return s.storeFailed("rotating a class key", err)
 	}
 	out := s.classJSON(c, cl)
 	out.Key = key
@@ -305,15 +273,15 @@ func (s *Server) rotateKey(c echo.Context) error {
 func (s *Server) deleteClass(c echo.Context) error {
 	cl, err := s.classOfRequest(c)
 	if err != nil {
-		return handled(err)
+		return err
 	}
 	s.closeTabs(s.sessionsIn(cl.ID))
 	ids, err := s.cfg.Store.DeleteClass(c.Request().Context(), cl.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		return answerError(c, http.StatusNotFound, "no such class")
+		return requestErrorf(http.StatusNotFound, "%s", "no such class")
 	}
 	if err != nil {
-		return s.storeFailed(c, "deleting a class", err)
+		return s.storeFailed("deleting a class", err)
 	}
 	s.forget(ids)
 	return c.JSON(http.StatusOK, struct {
@@ -332,7 +300,7 @@ func orEmpty(ids []string) []string {
 func (s *Server) classQR(c echo.Context) error {
 	cl, err := s.classOfRequest(c)
 	if err != nil {
-		return handled(err)
+		return err
 	}
 	png, err := qrPNG(s.joinURL(c.Request(), cl.Code))
 	if err != nil {
@@ -347,12 +315,12 @@ func (s *Server) classQR(c echo.Context) error {
 func (s *Server) exportClass(c echo.Context) error {
 	cl, err := s.classOfRequest(c)
 	if err != nil {
-		return handled(err)
+		return err
 	}
 	ctx := c.Request().Context()
 	all, err := s.cfg.Store.Sessions(ctx)
 	if err != nil {
-		return s.storeFailed(c, "exporting a class", err)
+		return s.storeFailed("exporting a class", err)
 	}
 	in := s.sessionIDsIn(cl.ID)
 	sessions := slices.DeleteFunc(all, func(x store.Session) bool { return !in[x.ID] })
@@ -382,7 +350,7 @@ func (s *Server) exportClass(c echo.Context) error {
 func (s *Server) classPage(page func(*Server) []byte) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if _, err := s.classOfRequest(c); err != nil {
-			return handled(err)
+			return err
 		}
 		c.Response().Header().Set("Cache-Control", "no-store")
 		return c.HTMLBlob(http.StatusOK, page(s))
@@ -393,7 +361,7 @@ func (s *Server) classPage(page func(*Server) []byte) echo.HandlerFunc {
 // token only.
 func (s *Server) openLabPage(c echo.Context) error {
 	if !grantFrom(c).all {
-		return answerError(c, http.StatusForbidden, errForbidden.Error())
+		return requestErrorf(http.StatusForbidden, "%v", errForbidden)
 	}
 	return s.instructorPage(c)
 }
@@ -414,7 +382,7 @@ func (s *Server) sessionClass(c echo.Context) error {
 	if class := s.classOfSession(id); class != "" {
 		cl, err := s.cfg.Store.Class(c.Request().Context(), class)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return s.storeFailed(c, "reading a session's class", err)
+			return s.storeFailed("reading a session's class", err)
 		}
 		if err == nil {
 			out.Class = &title{cl.Title}
@@ -441,18 +409,18 @@ func (s *Server) deleteMany(c echo.Context) error {
 		IdleOpenLab bool     `json:"idleOpenLab"`
 	}
 	if err := s.readJSON(c, &in); err != nil {
-		return answer(c, err)
+		return err
 	}
 	switch {
 	case in.IdleOpenLab && len(in.Sessions) > 0:
-		return answerError(c, http.StatusBadRequest, `give either "sessions" or "idleOpenLab", not both`)
+		return requestErrorf(http.StatusBadRequest, "%s", `give either "sessions" or "idleOpenLab", not both`)
 	case in.IdleOpenLab:
 		if !grantFrom(c).all {
-			return answerError(c, http.StatusForbidden, errForbidden.Error())
+			return requestErrorf(http.StatusForbidden, "%v", errForbidden)
 		}
 		return s.deleteAndAnswer(c, s.idleOpenLabSessions(), false)
 	case len(in.Sessions) == 0:
-		return answerError(c, http.StatusBadRequest, `name the sessions to delete in "sessions", or set "idleOpenLab": true`)
+		return requestErrorf(http.StatusBadRequest, "%s", `name the sessions to delete in "sessions", or set "idleOpenLab": true`)
 	}
 	return s.deleteAndAnswer(c, in.Sessions, false)
 }
@@ -464,21 +432,21 @@ func (s *Server) deleteAndAnswer(c echo.Context, ids []string, one bool) error {
 	g := grantFrom(c)
 	var found []*session
 	for _, id := range ids {
-		sess, ok := s.existing(id)
+		sess, ok := s.find(id)
 		if !ok {
 			if one {
-				return answerError(c, http.StatusNotFound, fmt.Sprintf("%v %s", errUnknownSession, id))
+				return requestErrorf(http.StatusNotFound, "%s", fmt.Sprintf("%v %s", errUnknownSession, id))
 			}
 			continue
 		}
 		if !g.allows(s.classOfSession(id)) {
-			return answerError(c, http.StatusForbidden, errForbidden.Error())
+			return requestErrorf(http.StatusForbidden, "%v", errForbidden)
 		}
 		found = append(found, sess)
 	}
 	deleted, err := s.deleteSessions(c.Request().Context(), found)
 	if err != nil {
-		return s.storeFailed(c, "deleting sessions", err)
+		return s.storeFailed("deleting sessions", err)
 	}
 	return c.JSON(http.StatusOK, struct {
 		Deleted []string `json:"deleted"`
@@ -550,16 +518,10 @@ func (s *Server) closeTabs(sessions []*session) {
 		s.handlers.Add(1)
 		go func() {
 			defer s.handlers.Done()
-			c.ws.Close(closeDeleted.code, closeDeleted.text)
+			closeDeleted.closeConn(c.ws)
 		}()
 	}
 }
-
-// closeDeleted closes the tabs of a session an instructor deleted.
-var closeDeleted = struct {
-	code websocket.StatusCode
-	text string
-}{4001, "an instructor deleted this session"}
 
 // idleOpenLabSessions returns the open-lab sessions with no open tab and
 // no change for idleOpenLab.
@@ -638,26 +600,31 @@ func (s *Server) rowsIn(class string) []sessionRow {
 	return rows
 }
 
-// loadMembers reads which class each stored session joined. A membership
-// whose session is gone (a join cut short by a crash) is forgotten, so its
-// name is free again.
-func (s *Server) loadMembers(ctx context.Context) error {
+// loadMembers reads which class each loaded session joined (for Start).
+// A membership whose session is gone (a join cut short by a crash) is
+// forgotten, so that its name is free again. It touches no Server state.
+func (s *Server) loadMembers(ctx context.Context, loaded []*session) (map[string]string, error) {
 	members, err := s.cfg.Store.Members(ctx)
 	if err != nil {
-		return fmt.Errorf("loading class members: %w", err)
+		return nil, fmt.Errorf("loading class members: %w", err)
 	}
+	held := make(map[string]bool, len(loaded))
+	for _, sess := range loaded {
+		held[sess.id] = true
+	}
+	classOf := make(map[string]string, len(members))
 	var orphans []string
 	for _, m := range members {
-		if _, ok := s.sessions[m.Session]; ok {
-			s.classOf[m.Session] = m.Class
+		if held[m.Session] {
+			classOf[m.Session] = m.Class
 		} else {
 			orphans = append(orphans, m.Session)
 		}
 	}
 	if len(orphans) > 0 {
 		if err := s.cfg.Store.RemoveMembers(ctx, orphans); err != nil {
-			return fmt.Errorf("forgetting %d members without a session: %w", len(orphans), err)
+			return nil, fmt.Errorf("forgetting %d members without a session: %w", len(orphans), err)
 		}
 	}
-	return nil
+	return classOf, nil
 }

@@ -83,11 +83,7 @@ func TestBrowserClassroom(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv, err := server.New(server.Config{Store: st, InstructorToken: testToken})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return srv, st
+		return startServer(t, server.Config{Store: st, InstructorToken: testToken}), st
 	}
 	first, firstStore := open()
 	firstDown := false

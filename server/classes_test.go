@@ -574,10 +574,7 @@ func TestClassesSurviveRestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lab, err := server.New(server.Config{Store: st, InstructorToken: token})
-		if err != nil {
-			t.Fatal(err)
-		}
+		lab := startServer(t, server.Config{Store: st, InstructorToken: token})
 		ts := httptest.NewServer(lab.Handler())
 		return ts, func() {
 			stopLab(t, lab)

@@ -5,24 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/url"
+	"path"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/coder/websocket"
-	"golang.org/x/time/rate"
 
 	"github.com/toolcall-lab/lab/model"
 )
-
-// maxPendingStates bounds the state frames waiting for one connection. A
-// connection further behind loses the oldest waiting state: frames are whole
-// states, so a newer one is always enough to catch up.
-const maxPendingStates = 64
-
-// maxPendingErrors bounds the error frames waiting for a connection that
-// sends refused frames faster than it reads; past it the connection is closed.
-const maxPendingErrors = 16
 
 // outFrame is a frame waiting to be written.
 type outFrame struct {
@@ -51,10 +45,12 @@ type conn struct {
 	outbox   []outFrame
 	nStates  int  // state frames in outbox
 	nErrors  int  // error frames in outbox
-	overflow bool // too many errors were waiting: close with 1008
+	overflow bool // too many errors were waiting: closeTooManyRefusals
 	flushing bool // a flusher is running
-	held     bool // the reader is handling a frame and flushes after it
-	stopped  bool // the handler is tearing down: start no more flushers
+	// readerFlushes: the reader is handling a frame and writes what it
+	// causes afterwards, so no flusher goroutine is needed for it.
+	readerFlushes bool
+	stopped       bool // the handler is tearing down: start no more flushers
 
 	flushers sync.WaitGroup
 }
@@ -75,7 +71,7 @@ func (c *conn) sendState(frame []byte) {
 func (c *conn) sendError(err error) {
 	r := classify(c.log, err)
 	c.metrics.refused.WithLabelValues(r.reason).Inc()
-	frame := errorFrame(r.text)
+	frame := errorFrame(r)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.nErrors == maxPendingErrors {
@@ -88,9 +84,9 @@ func (c *conn) sendError(err error) {
 }
 
 // kick starts a flusher goroutine unless one runs, the reader will flush
-// (held), or the conn is stopping. Called with mu held.
+// (readerFlushes), or the conn is stopping. Called with mu held.
 func (c *conn) kick() {
-	if c.flushing || c.held || c.stopped {
+	if c.flushing || c.readerFlushes || c.stopped {
 		return
 	}
 	c.flushing = true
@@ -98,19 +94,19 @@ func (c *conn) kick() {
 	go c.flush(false)
 }
 
-// holdFlush and flushHeld bracket the reader's handling of one frame: what
-// the frame causes for this connection (its own state, an error) is written
-// by the reader itself afterwards. A client slow to read only delays its own
-// next read.
-func (c *conn) holdFlush() {
+// deferFlush and readerFlush bracket the reader's handling of one frame:
+// what the frame causes for this connection (its own state, an error) is
+// written by the reader itself afterwards. A client slow to read only delays
+// its own next read.
+func (c *conn) deferFlush() {
 	c.mu.Lock()
-	c.held = true
+	c.readerFlushes = true
 	c.mu.Unlock()
 }
 
-func (c *conn) flushHeld() {
+func (c *conn) readerFlush() {
 	c.mu.Lock()
-	c.held = false
+	c.readerFlushes = false
 	run := !c.flushing && !c.stopped && (len(c.outbox) > 0 || c.overflow)
 	if run {
 		c.flushing = true
@@ -145,7 +141,7 @@ func (c *conn) flush(inline bool) {
 		c.mu.Unlock()
 		if overflow {
 			c.metrics.slowCloses.Inc()
-			c.ws.Close(websocket.StatusPolicyViolation, "too many refused frames; reconnect to resync")
+			closeTooManyRefusals.closeConn(c.ws)
 			c.finish()
 			return
 		}
@@ -218,86 +214,73 @@ func (c *conn) readLoop(s *session) error {
 	}
 }
 
-// instructorLoop reads an instructor's frames until the connection closes:
-// watch one session (replacing the one watched before) or stop watching.
-// *watched is the session watched now; the caller unwatches it at the end.
-// Only sessions of the connection's scope (a class, or "" for the open lab)
-// can be watched.
-func (c *conn) instructorLoop(s *Server, scope string, watched **session) error {
-	for {
-		data, err := c.nextText()
-		if err != nil {
-			return err
-		}
-		cmd, err := decodeInstructorFrame(data)
-		if err != nil {
-			c.metrics.framesIn.WithLabelValues("invalid").Inc()
-			c.sendError(err)
-			continue
-		}
-		c.metrics.framesIn.WithLabelValues(cmd.typ).Inc()
-		if *watched != nil {
-			(*watched).unwatch(c)
-			*watched = nil
-		}
-		if cmd.typ != "watch" {
-			continue
-		}
-		sess, ok := s.existing(cmd.session)
-		if !ok || s.classOfSession(cmd.session) != scope {
-			c.sendError(fmt.Errorf("%w %s", errUnknownSession, cmd.session))
-			continue
-		}
-		sess.watch(c)
-		*watched = sess
-	}
-}
-
-// frameLimit is one connection's frame rate limit. Frames over it are
-// refused; refusals have an allowance of their own (the burst, refilled at a
-// quarter of the rate), so a burst of clicks gets error frames while a client
-// that keeps going over is closed.
-type frameLimit struct {
-	frames, refusals *rate.Limiter
-}
-
-func newFrameLimit(perSecond float64, burst int) frameLimit {
-	r := rate.Limit(perSecond)
-	return frameLimit{frames: rate.NewLimiter(r, burst), refusals: rate.NewLimiter(r/4, burst)}
-}
-
-// errTooManyFrames refuses a frame over the connection's rate limit.
-var errTooManyFrames = errors.New("too many frames")
-
-// errRateAbuse ends a connection that kept sending over its rate limit.
-var errRateAbuse = errors.New("closed: kept sending over the frame rate limit")
-
 // nextText returns the next text frame within the rate limit. Frames over
 // the limit and binary ones get an error frame. Before it waits for a frame
-// it writes what the previous one caused (see holdFlush).
+// it writes what the previous one caused (see deferFlush).
 func (c *conn) nextText() ([]byte, error) {
 	for {
-		c.flushHeld()
+		c.readerFlush()
 		typ, data, err := c.ws.Read(context.Background())
 		if err != nil {
 			return nil, err
 		}
-		c.holdFlush()
+		c.deferFlush()
 		switch {
 		case !c.limit.frames.Allow():
 			c.metrics.framesIn.WithLabelValues("invalid").Inc()
 			if !c.limit.refusals.Allow() {
 				c.metrics.refused.WithLabelValues("rate_limit").Inc()
-				c.ws.Close(websocket.StatusPolicyViolation, "too many frames: kept sending over the frame rate limit")
+				closeRateAbuse.closeConn(c.ws)
 				return nil, errRateAbuse
 			}
 			c.sendError(fmt.Errorf("%w: at most %g a second, %d at once; this one was not applied",
 				errTooManyFrames, float64(c.limit.frames.Limit()), c.limit.frames.Burst()))
 		case typ != websocket.MessageText:
 			c.metrics.framesIn.WithLabelValues("invalid").Inc()
-			c.sendError(refuse("frames must be text messages holding JSON"))
+			c.sendError(badFrame("frames must be text messages holding JSON"))
 		default:
 			return data, nil
 		}
 	}
+}
+
+// checkUpgrade refuses, before the upgrade and as an HTTP error like every
+// other, a request that is not a WebSocket handshake (426) or whose Origin
+// may not open one (403). websocket.Accept checks the same again and stays
+// the authority: what it refuses after these checks (a malformed handshake)
+// it answers in plain text itself.
+func (s *Server) checkUpgrade(r *http.Request) error {
+	if !isUpgrade(r) {
+		return requestErrorf(http.StatusUpgradeRequired, "this address takes a WebSocket upgrade")
+	}
+	if !originAllowed(r, s.cfg.Origins) {
+		return requestErrorf(http.StatusForbidden, "this page's origin may not open the lab's WebSockets: %s", r.Header.Get("Origin"))
+	}
+	return nil
+}
+
+// originAllowed is websocket.Accept's Origin check: no Origin (not a
+// browser), the request's own host, or a host matching one of patterns.
+func originAllowed(r *http.Request, patterns []string) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(r.Host, u.Host) {
+		return true
+	}
+	for _, p := range patterns {
+		target := u.Host
+		if strings.Contains(p, "://") {
+			target = u.Scheme + "://" + u.Host
+		}
+		if ok, err := path.Match(strings.ToLower(p), strings.ToLower(target)); err == nil && ok {
+			return true
+		}
+	}
+	return false
 }

@@ -52,6 +52,7 @@ func randomFrame(r *rand.Rand, seq uint64) string {
 // on a SQLite file, then starts a fresh server on the same file: every
 // session's state frame must be byte-identical, and seq must continue.
 func TestReplayGivesLiveState(t *testing.T) {
+	t.Parallel()
 	for seed := range uint64(3) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			st := openSQLite(t)
@@ -109,6 +110,7 @@ func (f *flakyStore) Ready(ctx context.Context) error {
 }
 
 func TestStoreFailureRefusesAndRecovers(t *testing.T) {
+	t.Parallel()
 	st := &flakyStore{Memory: store.NewMemory()}
 	lab, ts := runLab(t, server.Config{Store: st})
 	ctx := context.Background()
@@ -185,6 +187,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 }
 
 func TestIdleSessionsExpire(t *testing.T) {
+	t.Parallel()
 	clock := &fakeClock{now: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
 	st := store.NewMemory()
 	lab, ts := runLab(t, server.Config{Store: st, SessionTTL: time.Hour, Now: clock.Now})
@@ -238,20 +241,20 @@ func waitFor(t *testing.T, cond func() bool) {
 }
 
 func TestSessionCap(t *testing.T) {
+	t.Parallel()
 	_, ts := runLab(t, server.Config{MaxSessions: 2})
 	first := newID()
 	dial(t, ts, first)
 	dial(t, ts, newID())
-	resp := get(t, ts, "/lab/"+newID()+"/ws")
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "limit of stored sessions") {
-		t.Fatalf("third session: %d %s", resp.StatusCode, body)
+	if code, body := dialRefused(t, ts, newID()); code != http.StatusServiceUnavailable || !strings.Contains(body, "limit of stored sessions") {
+		t.Fatalf("third session: %d %s", code, body)
 	}
 	// Existing sessions still open.
 	dial(t, ts, first)
 }
 
 func TestExportEndpoints(t *testing.T) {
+	t.Parallel()
 	const token = "s3cret-token"
 	clock := &fakeClock{now: time.Date(2026, 3, 1, 9, 0, 0, 123456789, time.UTC)}
 	_, ts := runLab(t, server.Config{InstructorToken: token, Now: clock.Now})

@@ -2,10 +2,22 @@ package server
 
 import (
 	"errors"
+	"fmt"
+	"html/template"
 	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/coder/websocket"
+	"github.com/labstack/echo/v4"
 
 	"github.com/toolcall-lab/lab/model"
 )
+
+// The one vocabulary of what clients are told when something is refused:
+// errors of changes (classify, the WebSocket error frame's reason word and
+// the injection results), HTTP errors (httpErrorHandler: JSON or an HTML
+// page, by route), and WebSocket closes (the closeReason table).
 
 // errSessionBusy refuses a command when a session already has too many
 // changes waiting to be applied.
@@ -14,13 +26,6 @@ var errSessionBusy = errors.New("too many changes are waiting in this session; t
 // errUnknownSession refuses an instructor's request for a session the server
 // does not hold (instructors never create sessions).
 var errUnknownSession = errors.New("unknown session")
-
-// refusal is how a refused change is reported: a reason for metrics and the
-// text the client reads.
-type refusal struct {
-	reason string
-	text   string
-}
 
 // errCannotSave refuses a change the store could not commit. Its text is
 // all the client reads; the cause is logged.
@@ -33,8 +38,19 @@ var errTooManySessions = errors.New("the lab has reached its limit of stored ses
 // deleting at this very moment; a retry gets a fresh session.
 var errSessionExpiring = errors.New("this session expired and is being removed; try again shortly")
 
+// errShuttingDown refuses new connections once the server is closing.
+var errShuttingDown = errors.New("the lab is shutting down")
+
+// refusal is how a refused change is reported: a stable reason word (for
+// programs and metrics) and the text people read.
+type refusal struct {
+	reason string
+	text   string
+}
+
 // classify is the one place that turns an error into what a client reads.
-// Errors that are not the client's to see are logged and hidden.
+// Errors that are not the client's to see are logged and hidden. The reason
+// words are listed in docs/protocol.md and docs/instructor.md.
 func classify(log *slog.Logger, err error) refusal {
 	var fe *frameError
 	var le *model.LimitError
@@ -62,3 +78,143 @@ func classify(log *slog.Logger, err error) refusal {
 	log.Error("refusing a change", "err", err)
 	return refusal{"internal", "internal error: the change was not applied"}
 }
+
+// closeReason is a WebSocket close the server sends: the code and the
+// reason text the client reads. Every close the server sends is one of
+// these; docs/protocol.md lists them. Two closes are not the server's own:
+// a frame over the hard cap is closed with 1009 by the WebSocket library,
+// and a connection whose write times out is dropped without a close frame
+// (the client sees 1006).
+type closeReason struct {
+	code websocket.StatusCode
+	text string
+}
+
+var (
+	// closeShutdown: the server is stopping (SIGINT, Server.Shutdown).
+	closeShutdown = closeReason{websocket.StatusGoingAway, "the lab server is shutting down"}
+	// closeRestart: the server is restarting (SIGTERM, Server.Restart).
+	closeRestart = closeReason{websocket.StatusServiceRestart, "the lab server is restarting"}
+	// closeRateAbuse: the connection kept sending over its frame rate limit.
+	closeRateAbuse = closeReason{websocket.StatusPolicyViolation, "too many frames: kept sending over the frame rate limit"}
+	// closeTooManyRefusals: more error frames waited than the connection read.
+	closeTooManyRefusals = closeReason{websocket.StatusPolicyViolation, "too many refused frames; reconnect to resync"}
+	// closeDeleted: an instructor deleted the session (docs/classes.md).
+	closeDeleted = closeReason{4001, "an instructor deleted this session"}
+)
+
+// closeConn closes ws with r.
+func (r closeReason) closeConn(ws *websocket.Conn) {
+	ws.Close(r.code, r.text)
+}
+
+// requestError refuses an HTTP request with a status and the sentence the
+// client reads. Handlers return it (or echo's *HTTPError, which the router
+// and middleware return); httpErrorHandler shapes it for the route.
+type requestError struct {
+	status int
+	msg    string
+}
+
+func (e *requestError) Error() string { return e.msg }
+
+func requestErrorf(status int, format string, args ...any) error {
+	return &requestError{status: status, msg: fmt.Sprintf(format, args...)}
+}
+
+func badRequest(format string, args ...any) error {
+	return requestErrorf(http.StatusBadRequest, format, args...)
+}
+
+// apiErrorBody is every JSON error: {"error": "…"}.
+type apiErrorBody struct {
+	Error string `json:"error"`
+}
+
+// answersJSON reports whether a request's errors are JSON rather than an
+// HTML page: the API, /metrics, the probes and the WebSocket endpoints
+// (whose callers are programs, or browsers that never show the body).
+// Everything else is a page for people.
+func answersJSON(r *http.Request) bool {
+	p := r.URL.Path
+	return p == "/api" || strings.HasPrefix(p, "/api/") || p == "/metrics" || p == "/healthz" || p == "/readyz" ||
+		p == "/instructor/ws" || (strings.HasPrefix(p, "/lab/") && (strings.HasSuffix(p, "/ws") || strings.HasSuffix(p, "/class"))) ||
+		isUpgrade(r)
+}
+
+// isUpgrade reports whether r asks for a WebSocket.
+func isUpgrade(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+}
+
+// httpErrorHandler is the one place an HTTP error becomes a response:
+// {"error": "…"} for JSON routes, a small HTML page for the others, with the
+// status the handler chose. Errors that are not the client's to see are
+// logged and answered 500.
+func (s *Server) httpErrorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	status, msg := http.StatusInternalServerError, "internal error"
+	var re *requestError
+	var he *echo.HTTPError
+	switch {
+	case errors.As(err, &re):
+		status, msg = re.status, re.msg
+	case errors.As(err, &he):
+		status = he.Code
+		if m, ok := he.Message.(string); ok && he.Internal == nil {
+			msg = m
+		} else {
+			msg = strings.ToLower(http.StatusText(status))
+		}
+		switch status {
+		case http.StatusNotFound:
+			if m, ok := he.Message.(string); !ok || m == http.StatusText(status) {
+				msg = "nothing here: " + c.Request().URL.Path
+			}
+		case http.StatusMethodNotAllowed:
+			msg = c.Request().Method + " is not allowed here"
+		}
+	default:
+		s.log.Error("answering a request", "path", c.Request().URL.Path, "err", err)
+	}
+	var werr error
+	switch {
+	case c.Request().Method == http.MethodHead:
+		werr = c.NoContent(status)
+	case answersJSON(c.Request()):
+		werr = c.JSON(status, apiErrorBody{msg})
+	default:
+		c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+		c.Response().WriteHeader(status)
+		werr = errorPage.Execute(c.Response(), struct {
+			Status int
+			Title  string
+			Text   string
+		}{status, http.StatusText(status), msg})
+	}
+	if werr != nil {
+		s.log.Warn("writing an error response", "path", c.Request().URL.Path, "err", werr)
+	}
+}
+
+// errorPage is the page people see for an error: no script, the site's
+// stylesheet, and a way back.
+var errorPage = template.Must(template.New("error").Parse(`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Status}} {{.Title}} · Tool-call Outcomes Lab</title>
+<link rel="stylesheet" href="/static/lab.css">
+</head>
+<body>
+<main>
+<h1>{{.Status}} {{.Title}}</h1>
+<p id="error">{{.Text}}</p>
+<p><a href="/">Start a new lab session</a></p>
+</main>
+</body>
+</html>
+`))

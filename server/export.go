@@ -8,6 +8,9 @@ import (
 	"github.com/toolcall-lab/lab/store"
 )
 
+// The event log for review and grading (docs/export.md): instructor routes
+// under /api.
+
 // exportSession writes one session's events as JSON lines.
 func (s *Server) exportSession(c echo.Context) error {
 	id, err := sessionID(c)
@@ -15,19 +18,17 @@ func (s *Server) exportSession(c echo.Context) error {
 		return err
 	}
 	if !grantFrom(c).allows(s.classOfSession(id)) {
-		return answerError(c, http.StatusForbidden, errForbidden.Error())
+		return requestErrorf(http.StatusForbidden, "%v", errForbidden)
 	}
 	ctx := c.Request().Context()
 	recs, err := s.cfg.Store.Events(ctx, id)
 	if err != nil {
 		s.cfg.Logger.Error("exporting a session", "session", id, "err", err)
-		return echo.NewHTTPError(http.StatusServiceUnavailable, "the lab cannot read its data right now; try again shortly")
+		return requestErrorf(http.StatusServiceUnavailable, "the lab cannot read its data right now; try again shortly")
 	}
-	s.mu.Lock()
-	_, held := s.sessions[id]
-	s.mu.Unlock()
+	_, held := s.find(id)
 	if len(recs) == 0 && !held {
-		return echo.NewHTTPError(http.StatusNotFound, "no such session")
+		return requestErrorf(http.StatusNotFound, "%v %s", errUnknownSession, id)
 	}
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentType, "application/x-ndjson")
@@ -48,7 +49,7 @@ func (s *Server) exportCSV(c echo.Context) error {
 	sessions, err := s.cfg.Store.Sessions(ctx)
 	if err != nil {
 		s.cfg.Logger.Error("exporting sessions", "err", err)
-		return echo.NewHTTPError(http.StatusServiceUnavailable, "the lab cannot read its data right now; try again shortly")
+		return requestErrorf(http.StatusServiceUnavailable, "the lab cannot read its data right now; try again shortly")
 	}
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")

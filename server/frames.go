@@ -16,7 +16,9 @@ type frameError struct{ msg string }
 
 func (e *frameError) Error() string { return e.msg }
 
-func refuse(format string, args ...any) error {
+// badFrame builds the frameError that refuses a frame; conn.sendError and
+// session.refuse send it.
+func badFrame(format string, args ...any) error {
 	return &frameError{msg: fmt.Sprintf(format, args...)}
 }
 
@@ -26,10 +28,10 @@ func refuse(format string, args ...any) error {
 func decodeFrame(data []byte, by model.Actor) (model.Command, error) {
 	v, err := jsjson.Parse(data)
 	if err != nil {
-		return model.Command{}, refuse("frame is not valid JSON: %v", err)
+		return model.Command{}, badFrame("frame is not valid JSON: %v", err)
 	}
 	if v.Kind != jsjson.Object {
-		return model.Command{}, refuse("frame must be a JSON object, not %s", v.Kind)
+		return model.Command{}, badFrame("frame must be a JSON object, not %s", v.Kind)
 	}
 	typ, err := stringField(v, "type")
 	if err != nil {
@@ -59,11 +61,8 @@ func decodeFrame(data []byte, by model.Actor) (model.Command, error) {
 		}
 		return model.Command{Kind: model.Rename, By: by, Name: name}, nil
 	}
-	return model.Command{}, refuse("unknown frame type %q", typ)
+	return model.Command{}, badFrame("unknown frame type %q", typ)
 }
-
-// maxInstructorFrame caps an instructor's frame: they name a session at most.
-const maxInstructorFrame = 4 << 10
 
 // instructorCmd is a decoded instructor frame: typ "watch" (with session)
 // or "unwatch".
@@ -76,10 +75,10 @@ type instructorCmd struct {
 func decodeInstructorFrame(data []byte) (instructorCmd, error) {
 	v, err := jsjson.Parse(data)
 	if err != nil {
-		return instructorCmd{}, refuse("frame is not valid JSON: %v", err)
+		return instructorCmd{}, badFrame("frame is not valid JSON: %v", err)
 	}
 	if v.Kind != jsjson.Object {
-		return instructorCmd{}, refuse("frame must be a JSON object, not %s", v.Kind)
+		return instructorCmd{}, badFrame("frame must be a JSON object, not %s", v.Kind)
 	}
 	typ, err := stringField(v, "type")
 	if err != nil {
@@ -94,11 +93,11 @@ func decodeInstructorFrame(data []byte) (instructorCmd, error) {
 			return instructorCmd{}, err
 		}
 		if !canonicalID(id) {
-			return instructorCmd{}, refuse(`field "session" must be a session id (a lower-case UUID)`)
+			return instructorCmd{}, badFrame(`field "session" must be a session id (a lower-case UUID)`)
 		}
 		return instructorCmd{typ: typ, session: id}, nil
 	}
-	return instructorCmd{}, refuse("unknown frame type %q", typ)
+	return instructorCmd{}, badFrame("unknown frame type %q", typ)
 }
 
 // frameType names a command by its frame type, for metrics.
@@ -121,10 +120,10 @@ func frameType(k model.CommandKind) string {
 func stringField(v jsjson.Value, key string) (string, error) {
 	m, ok := v.Members[key]
 	if !ok {
-		return "", refuse("missing field %q", key)
+		return "", badFrame("missing field %q", key)
 	}
 	if m.Kind != jsjson.String {
-		return "", refuse("field %q must be a string, not %s", key, m.Kind)
+		return "", badFrame("field %q must be a string, not %s", key, m.Kind)
 	}
 	return m.Text, nil
 }
@@ -134,17 +133,17 @@ func stringField(v jsjson.Value, key string) (string, error) {
 func messageField(v jsjson.Value) (int, error) {
 	m, ok := v.Members["message"]
 	if !ok {
-		return 0, refuse(`missing field "message"`)
+		return 0, badFrame(`missing field "message"`)
 	}
 	if m.Kind != jsjson.Number {
-		return 0, refuse(`field "message" must be a number, not %s`, m.Kind)
+		return 0, badFrame(`field "message" must be a number, not %s`, m.Kind)
 	}
 	f, err := strconv.ParseFloat(m.Text, 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		return 0, refuse(`field "message" must be a number`)
+		return 0, badFrame(`field "message" must be a number`)
 	}
 	if f < 1 || f != math.Trunc(f) || f > math.MaxInt32 {
-		return 0, refuse(`field "message" must be a message id (a whole number from 1), not %s`, m.Text)
+		return 0, badFrame(`field "message" must be a message id (a whole number from 1), not %s`, m.Text)
 	}
 	return int(f), nil
 }
@@ -217,8 +216,12 @@ func (e *stateEncoder) frame(l *model.Lab) ([]byte, model.LabView) {
 	return append(b, '}'), v
 }
 
-func errorFrame(msg string) []byte {
+// errorFrame tells a client why its frame was refused: the sentence for
+// people in "error" (the contract), the stable word in "reason".
+func errorFrame(r refusal) []byte {
 	b := []byte(`{"type":"error","error":`)
-	b = jsjson.AppendString(b, msg)
+	b = jsjson.AppendString(b, r.text)
+	b = append(b, `,"reason":`...)
+	b = jsjson.AppendString(b, r.reason)
 	return append(b, '}')
 }

@@ -119,7 +119,7 @@ func (s *Server) credentialOf(ctx context.Context, class string) (hash [32]byte,
 func serverWide(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if !grantFrom(c).all {
-			return answerError(c, http.StatusForbidden, errForbidden.Error())
+			return requestErrorf(http.StatusForbidden, "%v", errForbidden)
 		}
 		return next(c)
 	}

@@ -39,18 +39,29 @@ type stateFrame struct {
 		Notice  string `json:"notice"`
 		By      string `json:"by"`
 	} `json:"receipts"`
-	Name  string `json:"name"`
-	Error string `json:"error"`
-	raw   []byte
+	Name   string `json:"name"`
+	Error  string `json:"error"`
+	Reason string `json:"reason"`
+	raw    []byte
 }
 
-// startLab runs a lab server behind a real httptest server.
-func runLab(t *testing.T, cfg server.Config) (*server.Server, *httptest.Server) {
+// startServer builds a lab server and starts it (no HTTP server yet).
+func startServer(t testing.TB, cfg server.Config) *server.Server {
 	t.Helper()
 	lab, err := server.New(cfg)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("server.New: %v", err)
 	}
+	if err := lab.Start(context.Background()); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	return lab
+}
+
+// runLab runs a lab server behind a real httptest server.
+func runLab(t *testing.T, cfg server.Config) (*server.Server, *httptest.Server) {
+	t.Helper()
+	lab := startServer(t, cfg)
 	ts := httptest.NewServer(lab.Handler())
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -127,13 +138,20 @@ func (c *client) state() stateFrame {
 	return f
 }
 
+// refused reads an error frame, which must have its text and reason word,
+// and returns the text.
 func (c *client) refused() string {
 	c.t.Helper()
+	return c.refusal().Error
+}
+
+func (c *client) refusal() stateFrame {
+	c.t.Helper()
 	f := c.read()
-	if f.Type != "error" || f.Error == "" {
+	if f.Type != "error" || f.Error == "" || f.Reason == "" {
 		c.t.Fatalf("got %s, want an error frame", f.raw)
 	}
-	return f.Error
+	return f
 }
 
 // do sends a frame and returns the state it causes.

@@ -16,3 +16,13 @@ func (s *Server) Attached(id string) int {
 	}
 	return sess.admitted
 }
+
+// Routes lists every registered route as "METHOD path", for the test that
+// walks them all with bad input.
+func (s *Server) Routes() []string {
+	var out []string
+	for _, r := range s.echo.Routes() {
+		out = append(out, r.Method+" "+r.Path)
+	}
+	return out
+}

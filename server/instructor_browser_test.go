@@ -23,7 +23,10 @@ type consoleView struct {
 	Timeline   []string `json:"timeline"` // "actor kind notice", newest first
 }
 
-func (v consoleView) String() string { return fmt.Sprintf("%+v", struct{ consoleView }{v}) }
+func (v consoleView) String() string {
+	type fields consoleView // without this String method, which %+v would call again
+	return fmt.Sprintf("%+v", fields(v))
+}
 
 const consoleJS = `(() => {
 	const text = (id) => document.getElementById(id)?.textContent ?? "";
@@ -64,6 +67,7 @@ func (p *tab) openConsole(base, id string) {
 // a student's queue; the student's tab shows it at once, marked as the
 // instructor's; delivering it leaves the current result.
 func TestBrowserInstructorHoldsStaleReply(t *testing.T) {
+	t.Parallel()
 	base := startLabWith(t, server.Config{InstructorToken: testToken})
 	student := newBrowser(t)
 	first := student.open(base + "/")
@@ -98,8 +102,8 @@ func TestBrowserInstructorHoldsStaleReply(t *testing.T) {
 	teacher.do("watch the session", chromedp.Click(chromedp.CSS(`#overview-body button.watch[data-session="`+id+`"]`)))
 	teacher.console("the session's timeline", func(v consoleView) bool {
 		return v.Status == "Completed" && len(v.Timeline) == 5 &&
-			v.Timeline[0] == "student deliver "+seedOtherCall &&
-			v.Timeline[1] == "instructor injectHold "+seedCompleted
+			v.Timeline[0] == "student delivered "+seedOtherCall &&
+			v.Timeline[1] == "instructor injected "+seedCompleted
 	})
 }
 
@@ -119,6 +123,7 @@ func (p *tab) inject(what string, choose chromedp.Action[chromedp.Void], target,
 // TestBrowserInstructorDeliversDeadline: a deadline delivered now turns a
 // Pending student Unresolved live.
 func TestBrowserInstructorDeliversDeadline(t *testing.T) {
+	t.Parallel()
 	base := startLabWith(t, server.Config{InstructorToken: testToken})
 	student := newBrowser(t)
 	id := student.open(base + "/").Session
@@ -132,6 +137,6 @@ func TestBrowserInstructorDeliversDeadline(t *testing.T) {
 		t.Fatalf("after the deadline: %s", v)
 	}
 	teacher.console("the console's view of it", func(v consoleView) bool {
-		return v.Status == "Unresolved" && len(v.Timeline) == 1 && v.Timeline[0] == "instructor injectDeliver "+seedUnresolved
+		return v.Status == "Unresolved" && len(v.Timeline) == 1 && v.Timeline[0] == "instructor injected-delivered "+seedUnresolved
 	})
 }

@@ -103,6 +103,7 @@ func bearerHeader(token string) http.Header {
 }
 
 func TestInstructorAuth(t *testing.T) {
+	t.Parallel()
 	ts := runInstructorLab(t, server.Config{})
 	id := newID()
 	dial(t, ts, id)
@@ -216,6 +217,7 @@ func TestInstructorAuth(t *testing.T) {
 
 // TestNoInstructorToken: a server without a token refuses every instructor.
 func TestNoInstructorToken(t *testing.T) {
+	t.Parallel()
 	_, ts := runLab(t, server.Config{})
 	if c := loginCookie(t, ts, ""); c != nil {
 		t.Fatal("an empty token logged in")
@@ -259,6 +261,7 @@ func injectAPI(t *testing.T, ts *httptest.Server, body string) (int, injectRespo
 // TestInjectPresets injects every preset into a known history over the API,
 // held, and checks what joins the student's queue.
 func TestInjectPresets(t *testing.T) {
+	t.Parallel()
 	ts := runInstructorLab(t, server.Config{})
 	id := newID()
 	c, _ := dial(t, ts, id)
@@ -307,6 +310,7 @@ func TestInjectPresets(t *testing.T) {
 
 // TestInjectDeliverNow: applied at once, the receipt is the instructor's.
 func TestInjectDeliverNow(t *testing.T) {
+	t.Parallel()
 	ts := runInstructorLab(t, server.Config{})
 	id := newID()
 	c, _ := dial(t, ts, id)
@@ -340,6 +344,7 @@ func TestInjectDeliverNow(t *testing.T) {
 // TestInjectMultiWithCap: one injection into three sessions, one at its
 // cap and one unknown, reports per session and half-applies nothing.
 func TestInjectMultiWithCap(t *testing.T) {
+	t.Parallel()
 	ts := runInstructorLab(t, server.Config{Limits: model.Limits{MaxHeld: 2, MaxReceipts: 1}})
 	full, free := newID(), newID()
 	cf, _ := dial(t, ts, full)
@@ -395,6 +400,7 @@ func TestInjectMultiWithCap(t *testing.T) {
 func itoa(n uint64) string { b, _ := json.Marshal(n); return string(b) }
 
 func TestInjectBadRequests(t *testing.T) {
+	t.Parallel()
 	ts := runInstructorLab(t, server.Config{})
 	id := newID()
 	c, first := dial(t, ts, id)
@@ -473,16 +479,18 @@ type overviewRow struct {
 type overviewFrame struct {
 	Type     string        `json:"type"`
 	Error    string        `json:"error"`
+	Reason   string        `json:"reason"`
 	Session  string        `json:"session"`
 	Reset    bool          `json:"reset"`
 	Sessions []overviewRow `json:"sessions"`
 	Entries  []struct {
-		Seq     uint64 `json:"seq"`
-		Actor   string `json:"actor"`
-		Kind    string `json:"kind"`
-		Message int    `json:"message"`
-		Label   string `json:"label"`
-		Notice  string `json:"notice"`
+		Seq         uint64 `json:"seq"`
+		Actor       string `json:"actor"`
+		Kind        string `json:"kind"`
+		MessageKind string `json:"messageKind"`
+		Message     int    `json:"message"`
+		Label       string `json:"label"`
+		Notice      string `json:"notice"`
 	} `json:"entries"`
 	raw []byte
 }
@@ -516,6 +524,7 @@ func readUntil(t *testing.T, ws *websocket.Conn, what string, ok func(overviewFr
 }
 
 func TestInstructorSocket(t *testing.T) {
+	t.Parallel()
 	ts := runInstructorLab(t, server.Config{})
 	a, b := newID(), newID()
 	ca, _ := dial(t, ts, a)
@@ -567,28 +576,28 @@ func TestInstructorSocket(t *testing.T) {
 		t.Fatalf("watched state differs from the student's:\n%s\n%s", state.raw, student.raw)
 	}
 	tl := readUntil(t, ws, "the timeline", func(f overviewFrame) bool { return f.Type == "timeline" })
-	if !tl.Reset || len(tl.Entries) != 2 || tl.Entries[0].Kind != "rename" || tl.Entries[0].Label != "Ada" || tl.Entries[1].Kind != "start" || tl.Entries[1].Notice != model.NoticeStarted || tl.Entries[1].Actor != "student" {
+	if !tl.Reset || len(tl.Entries) != 2 || tl.Entries[0].Kind != "renamed" || tl.Entries[0].Label != "Ada" || tl.Entries[1].Kind != "started" || tl.Entries[1].Notice != model.NoticeStarted || tl.Entries[1].Actor != "student" {
 		t.Fatalf("timeline: %s", tl.raw)
 	}
 	// An injection shows in the watched timeline as the instructor's.
 	injectAPI(t, ts, `{"sessions":["`+a+`"],"mode":"deliver","preset":"staleReply"}`)
 	tl = readUntil(t, ws, "the injection", func(f overviewFrame) bool { return f.Type == "timeline" })
-	if e := tl.Entries; tl.Reset || len(e) != 1 || e[0].Kind != "injectDeliver" || e[0].Actor != "instructor" || e[0].Message != 1 || e[0].Notice != model.NoticeReplyOtherCall || e[0].Seq != 3 {
+	if e := tl.Entries; tl.Reset || len(e) != 1 || e[0].Kind != "injected-delivered" || e[0].MessageKind != "reply" || e[0].Actor != "instructor" || e[0].Message != 1 || e[0].Notice != model.NoticeReplyOtherCall || e[0].Seq != 3 {
 		t.Fatalf("injection entry: %s", tl.raw)
 	}
 
 	// Refused instructor frames.
-	for _, tt := range []struct{ frame, want string }{
-		{`{"type":"watch","session":"` + newID() + `"}`, "unknown session"},
-		{`{"type":"watch","session":"nope"}`, `field "session" must be a session id`},
-		{`{"type":"watch"}`, `missing field "session"`},
-		{`{"type":"inject"}`, `unknown frame type "inject"`},
-		{`nope`, "not valid JSON"},
+	for _, tt := range []struct{ frame, want, reason string }{
+		{`{"type":"watch","session":"` + newID() + `"}`, "unknown session", "unknown_session"},
+		{`{"type":"watch","session":"nope"}`, `field "session" must be a session id`, "invalid_frame"},
+		{`{"type":"watch"}`, `missing field "session"`, "invalid_frame"},
+		{`{"type":"inject"}`, `unknown frame type "inject"`, "invalid_frame"},
+		{`nope`, "not valid JSON", "invalid_frame"},
 	} {
 		send(tt.frame)
 		f := readUntil(t, ws, "an error", func(f overviewFrame) bool { return f.Type == "error" })
-		if !strings.Contains(f.Error, tt.want) {
-			t.Errorf("%s: %q, want %q", tt.frame, f.Error, tt.want)
+		if !strings.Contains(f.Error, tt.want) || f.Reason != tt.reason {
+			t.Errorf("%s: %q (reason %q), want %q (reason %q)", tt.frame, f.Error, f.Reason, tt.want, tt.reason)
 		}
 	}
 	// The last watch was refused, which also stopped watching a: a change
@@ -602,6 +611,7 @@ func TestInstructorSocket(t *testing.T) {
 }
 
 func TestRenameFrame(t *testing.T) {
+	t.Parallel()
 	_, ts := runLab(t, server.Config{})
 	c, first := dial(t, ts, newID())
 	if first.Name != "" || !bytes.Contains(first.raw, []byte(`"name":""`)) {
@@ -630,10 +640,7 @@ func TestRenameFrame(t *testing.T) {
 // goroutine (flusher, overview timer) outlives the server.
 func TestShutdownClosesInstructorSockets(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	lab, err := server.New(server.Config{InstructorToken: testToken})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lab := startServer(t, server.Config{InstructorToken: testToken})
 	ts := httptest.NewServer(lab.Handler())
 	defer ts.Close()
 	c, _ := dial(t, ts, newID())
@@ -730,6 +737,7 @@ func TestOverviewLag200(t *testing.T) {
 // TestLoginLimitAndSecureCookie: guessing the token is throttled (429), and
 // the cookie is Secure when a trusted proxy says the browser used HTTPS.
 func TestLoginLimitAndSecureCookie(t *testing.T) {
+	t.Parallel()
 	_, loopback, _ := net.ParseCIDR("127.0.0.0/8")
 	_, ts := runLab(t, server.Config{InstructorToken: testToken, TrustedProxies: []*net.IPNet{loopback}})
 	post := func(token, proto string) *http.Response {

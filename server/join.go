@@ -123,7 +123,7 @@ func (s *Server) returning(c echo.Context, cl store.Class) (string, bool) {
 	if err != nil || !canonicalID(ck.Value) {
 		return "", false
 	}
-	if _, ok := s.existing(ck.Value); !ok || s.classOfSession(ck.Value) != cl.ID {
+	if _, ok := s.find(ck.Value); !ok || s.classOfSession(ck.Value) != cl.ID {
 		return "", false
 	}
 	return ck.Value, true
@@ -201,7 +201,7 @@ func (s *Server) join(c echo.Context) error {
 // rename, stored before the student's page opens.
 func (s *Server) startMember(id, class, name string) error {
 	s.mu.Lock()
-	sess, err := s.lookup(id)
+	sess, err := s.getOrCreate(id)
 	if err == nil {
 		s.classOf[id] = class
 	}

@@ -48,10 +48,8 @@ func body(t *testing.T, resp *http.Response) string {
 }
 
 func TestHealthAndReadiness(t *testing.T) {
-	lab, err := server.New(server.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Parallel()
+	lab := startServer(t, server.Config{})
 	ts := httptest.NewServer(lab.Handler())
 	defer ts.Close()
 	if resp := get(t, ts, "/healthz"); resp.StatusCode != http.StatusOK {
@@ -73,6 +71,7 @@ func TestHealthAndReadiness(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	_, ts := runLab(t, server.Config{})
 	c, _ := dial(t, ts, newID())
 	c.do(`{"type":"queueDeadline"}`)
@@ -101,6 +100,7 @@ func TestMetrics(t *testing.T) {
 }
 
 func TestMetricsToken(t *testing.T) {
+	t.Parallel()
 	_, ts := runLab(t, server.Config{MetricsToken: "s3cret"})
 	if code := get(t, ts, "/metrics").StatusCode; code != http.StatusUnauthorized {
 		t.Fatalf("/metrics without a token = %d, want 401", code)
@@ -120,6 +120,7 @@ func TestMetricsToken(t *testing.T) {
 }
 
 func TestSecurityHeaders(t *testing.T) {
+	t.Parallel()
 	_, ts := runLab(t, server.Config{})
 	resp := get(t, ts, "/lab/"+newID())
 	for header, want := range map[string]string{
@@ -136,6 +137,7 @@ func TestSecurityHeaders(t *testing.T) {
 // TestLogs: one line per request and per connection, with the close code,
 // and never a frame body.
 func TestLogs(t *testing.T) {
+	t.Parallel()
 	var logs logBuffer
 	lab, ts := runLab(t, server.Config{Logger: logs.logger()})
 	id := newID()
@@ -169,6 +171,7 @@ func TestLogs(t *testing.T) {
 // TestTrustedProxies: X-Forwarded-For names the client only when the
 // request comes from a trusted proxy.
 func TestTrustedProxies(t *testing.T) {
+	t.Parallel()
 	_, loopback, _ := net.ParseCIDR("127.0.0.0/8")
 	_, elsewhere, _ := net.ParseCIDR("192.0.2.0/24")
 	for _, tt := range []struct {

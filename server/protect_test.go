@@ -18,6 +18,7 @@ import (
 // A connection over the frame rate gets error frames and an unchanged
 // session; one that keeps going is closed with 1008 and a reason.
 func TestFrameRateLimit(t *testing.T) {
+	t.Parallel()
 	// A rate so low that no token comes back during the test: the burst is
 	// all the connection gets, and two refusals are all it may earn.
 	_, ts := runLab(t, server.Config{FrameRate: 0.001, FrameBurst: 2})
@@ -70,6 +71,7 @@ func dialRefused(t *testing.T, ts *httptest.Server, id string) (int, string) {
 }
 
 func TestConnectionCaps(t *testing.T) {
+	t.Parallel()
 	_, ts := runLab(t, server.Config{MaxConns: 3, MaxSessionConns: 2})
 	a, b := newID(), newID()
 	first, _ := dial(t, ts, a)

@@ -21,6 +21,7 @@ import (
 )
 
 func TestRoutes(t *testing.T) {
+	t.Parallel()
 	_, ts := runLab(t, server.Config{})
 
 	resp := get(t, ts, "/")
@@ -56,6 +57,7 @@ func TestRoutes(t *testing.T) {
 }
 
 func TestNewSessionState(t *testing.T) {
+	t.Parallel()
 	_, ts := runLab(t, server.Config{})
 	id := newID()
 	_, f := dial(t, ts, id)
@@ -71,6 +73,7 @@ func reply(run, callID, kind, field, text string) string {
 
 // TestWalkthrough is the seed's nine steps over the protocol.
 func TestWalkthrough(t *testing.T) {
+	t.Parallel()
 	_, ts := runLab(t, server.Config{})
 	c, _ := dial(t, ts, newID())
 	type want struct{ run, status, detail, notice string }
@@ -180,6 +183,7 @@ func TestWalkthrough(t *testing.T) {
 // TestTabsSeeTheSameFrames: two connections of one session receive the same
 // frames, byte for byte, in the same order, whichever of them acts.
 func TestTabsSeeTheSameFrames(t *testing.T) {
+	t.Parallel()
 	_, ts := runLab(t, server.Config{})
 	id := newID()
 	a, fa := dial(t, ts, id)
@@ -225,6 +229,7 @@ func TestTabsSeeTheSameFrames(t *testing.T) {
 }
 
 func TestReconnectSeesSameState(t *testing.T) {
+	t.Parallel()
 	_, ts := runLab(t, server.Config{})
 	id := newID()
 	c, _ := dial(t, ts, id)
@@ -242,6 +247,7 @@ func TestReconnectSeesSameState(t *testing.T) {
 }
 
 func TestRefusedFrames(t *testing.T) {
+	t.Parallel()
 	limits := model.Limits{MaxHeld: 3}
 	_, ts := runLab(t, server.Config{Limits: limits})
 	c, _ := dial(t, ts, newID())
@@ -271,9 +277,16 @@ func TestRefusedFrames(t *testing.T) {
 		{queueReply(strings.Repeat("x", 65537)), "reply size in bytes limit reached (at most 65536)"},
 	}
 	for _, tt := range tests {
+		reason := "invalid_frame"
+		switch {
+		case strings.Contains(tt.want, "unknown message id"):
+			reason = "unknown_message"
+		case strings.Contains(tt.want, "limit reached"):
+			reason = "limit"
+		}
 		c.send(tt.frame)
-		if got := c.refused(); !strings.Contains(got, tt.want) {
-			t.Errorf("frame %.60q: error %q, want it to contain %q", tt.frame, got, tt.want)
+		if got := c.refusal(); !strings.Contains(got.Error, tt.want) || got.Reason != reason {
+			t.Errorf("frame %.60q: error %q (reason %q), want it to contain %q (reason %q)", tt.frame, got.Error, got.Reason, tt.want, reason)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -299,6 +312,7 @@ func TestRefusedFrames(t *testing.T) {
 }
 
 func TestLargeFrames(t *testing.T) {
+	t.Parallel()
 	_, ts := runLab(t, server.Config{})
 	c, _ := dial(t, ts, newID())
 	// A 64 KiB reply of characters that JSON must escape is accepted.
@@ -318,6 +332,7 @@ func TestLargeFrames(t *testing.T) {
 }
 
 func TestOriginCheck(t *testing.T) {
+	t.Parallel()
 	_, ts := runLab(t, server.Config{Origins: []string{"proxy.example"}})
 	dialFrom := func(origin string) (int, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -342,39 +357,53 @@ func TestOriginCheck(t *testing.T) {
 	}
 }
 
+// TestShutdownClosesSockets: Shutdown closes with 1001, Restart with 1012,
+// each with its reason; afterwards upgrades are refused before they happen,
+// and nothing of the server is left running.
 func TestShutdownClosesSockets(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	lab, err := server.New(server.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(lab.Handler())
-	defer ts.Close()
-	c, _ := dial(t, ts, newID())
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- lab.Shutdown(ctx) }()
-	_, _, err = c.ws.Read(ctx)
-	if code := websocket.CloseStatus(err); code != websocket.StatusGoingAway {
-		t.Fatalf("read after shutdown: %v, want close 1001", err)
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	// New connections are refused before the upgrade.
-	ws, resp, err := websocket.Dial(ctx, wsURL(ts, newID()), nil)
-	if err == nil {
-		ws.CloseNow()
-	}
-	if resp == nil || resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
-		t.Fatalf("dial after shutdown: %v %v, want 503 with Retry-After", resp, err)
+	for _, tt := range []struct {
+		name   string
+		stop   func(*server.Server, context.Context) error
+		code   websocket.StatusCode
+		reason string
+	}{
+		{"shutdown", (*server.Server).Shutdown, websocket.StatusGoingAway, "the lab server is shutting down"},
+		{"restart", (*server.Server).Restart, websocket.StatusServiceRestart, "the lab server is restarting"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+			lab := startServer(t, server.Config{})
+			ts := httptest.NewServer(lab.Handler())
+			defer ts.Close()
+			c, _ := dial(t, ts, newID())
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- tt.stop(lab, ctx) }()
+			_, _, err := c.ws.Read(ctx)
+			var ce websocket.CloseError
+			if !errors.As(err, &ce) || ce.Code != tt.code || ce.Reason != tt.reason {
+				t.Fatalf("read after %s: %v, want close %d %q", tt.name, err, tt.code, tt.reason)
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			// New connections are refused before the upgrade.
+			ws, resp, err := websocket.Dial(ctx, wsURL(ts, newID()), nil)
+			if err == nil {
+				ws.CloseNow()
+			}
+			if resp == nil || resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+				t.Fatalf("dial after %s: %v %v, want 503 with Retry-After", tt.name, resp, err)
+			}
+		})
 	}
 }
 
 // TestStuckConnection: a connection that never reads must not block its
 // session or the other tabs; it is dropped once a write times out.
 func TestStuckConnection(t *testing.T) {
+	t.Parallel()
 	// The active tab sends 56 frames at once: more than the default frame
 	// burst, which this test is not about.
 	_, ts := runLab(t, server.Config{WriteTimeout: 300 * time.Millisecond, FrameBurst: 1000})

@@ -10,10 +10,6 @@ import (
 	"github.com/toolcall-lab/lab/store"
 )
 
-// maxInbox bounds the changes waiting in one session, so one client cannot
-// queue unbounded work behind a slow apply.
-const maxInbox = 64
-
 // session is one lab session, named by a UUID.
 //
 // Ownership: mu guards inbox, draining, conns, watchers, frame, row,
@@ -69,26 +65,6 @@ func newSession(id string, cfg *Config, m *metrics, changed func()) *session {
 	s.frame = frame
 	s.row = newRow(id, v, now)
 	return s
-}
-
-// restoreSession rebuilds a stored session by replaying its records; the
-// timeline's recent entries come from the same records.
-func restoreSession(info store.Session, recs []store.Record, cfg *Config, m *metrics, changed func()) (*session, error) {
-	s := newSession(info.ID, cfg, m, changed)
-	s.lastActive = info.LastActive
-	for _, r := range recs {
-		if r.Seq != s.lab.Seq()+1 {
-			return nil, fmt.Errorf("session %s: stored seq %d follows seq %d", info.ID, r.Seq, s.lab.Seq())
-		}
-		if _, err := s.lab.Apply(r.Event); err != nil {
-			return nil, fmt.Errorf("session %s: replaying seq %d: %w", info.ID, r.Seq, err)
-		}
-		s.timeline.add(newTimelineEntry(r.Event, s.lab, r.Notice, r.Time))
-	}
-	frame, v := s.enc.frame(s.lab)
-	s.frame = frame
-	s.row = newRow(s.id, v, s.lastActive)
-	return s, nil
 }
 
 // subscribe adds a student tab and hands it the current state, under mu so
@@ -233,6 +209,8 @@ func (s *session) apply(p pending) {
 	}
 }
 
+// refuse sends err to whoever sent p: an error frame to its connection, the
+// error to its waiter.
 func (s *session) refuse(p pending, err error) {
 	if p.from != nil {
 		p.from.sendError(err)
@@ -256,10 +234,10 @@ func (s *session) overviewRow() sessionRow {
 	return s.row
 }
 
-// Timeline returns the session's recent changes, oldest first. It is the one
-// place the instructor's timeline is read from: today a bounded in-memory
-// ring, later the durable event log.
-func (s *session) Timeline() []timelineEntry {
+// recentTimeline returns the session's last maxTimeline changes, oldest
+// first: a ring in memory, filled from the event log on Start and by every
+// change after it. The whole log is the export (export.go).
+func (s *session) recentTimeline() []timelineEntry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.timeline.entries()

@@ -3,9 +3,10 @@
 // confirmation) above the open lab's table. On /instructor/classes/{id}:
 // the class's heading, code and links. The table, the session view and
 // injections are instructor.js's, scoped to the class by the same path.
-// Server text goes through textContent only.
+// Server text goes through textContent only (dom.js).
 
-const byId = (id) => document.getElementById(id);
+import { byId, list as items, setText, str } from "./dom.js";
+
 const scope = classScope();
 
 // classScope is the class id of a class console's path, "" on /instructor.
@@ -23,7 +24,7 @@ async function api(method, path, body) {
   const resp = await fetch(path, init);
   if (resp.status === 401) location.assign("/instructor/login");
   const out = await resp.json().catch(() => ({}));
-  if (!resp.ok) throw new Error(typeof out.error === "string" ? out.error : `The server answered ${resp.status}.`);
+  if (!resp.ok) throw new Error(str(out.error) || `The server answered ${resp.status}.`);
   return out;
 }
 
@@ -44,12 +45,12 @@ const list = {
 };
 
 function say(text) {
-  list.message.textContent = text;
+  setText(list.message, text);
 }
 
 function showKey(c) {
-  list.keyTitle.textContent = String(c.title || "");
-  list.key.textContent = String(c.key || "");
+  setText(list.keyTitle, str(c.title));
+  setText(list.key, str(c.key));
   list.keyBox.hidden = !c.key;
 }
 
@@ -116,7 +117,7 @@ async function act(fn, done) {
 async function loadList() {
   try {
     const out = await api("GET", "/api/classes");
-    const classes = Array.isArray(out.classes) ? out.classes : [];
+    const classes = items(out.classes);
     list.items.replaceChildren(...classes.map(classItem));
     list.empty.hidden = classes.length > 0;
   } catch (e) {

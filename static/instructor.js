@@ -6,22 +6,38 @@
 // timeline. Injections go through the JSON API (POST /api/inject), the same
 // one scripts use. Rendering is keyed: table rows keep their elements, and a
 // burst of frames is drawn once per animation frame. All server text goes
-// through textContent, never HTML.
+// through textContent, never HTML. The helpers both pages use are in dom.js.
+//
+// When the login has ended (a 401), the console stops for good: it closes its
+// socket, cancels its timers and sends nothing more, then goes to the login
+// form.
 
-const RECONNECT_BASE_MS = 250;
-const RECONNECT_CAP_MS = 10_000;
+import {
+  ConnectionIndicator,
+  KeyedList,
+  Reconnect,
+  byId,
+  list,
+  localTime,
+  num,
+  setData,
+  setText,
+  socketURL,
+  str,
+  syncList,
+} from "./dom.js";
 
-const byId = (id) => document.getElementById(id);
+// MAX_TIMELINE is how many timeline entries the console keeps: as many as the
+// server keeps per session (maxTimeline in server/instructor.go), so a long
+// watch shows what a fresh watch would, and the table does not grow forever.
+const MAX_TIMELINE = 2000;
+
+const LOGIN_PAGE = "/instructor/login";
+
 // scope is the class of a class console (/instructor/classes/{id}), "" for
-// the open lab (/instructor): the table, "all" and deletions mean it.
+// the open lab (/instructor): the table, "all" and deletions mean it
+// (docs/classes.md).
 const scope = (location.pathname.match(/^\/instructor\/classes\/([^/]+)\/?$/) || [])[1] || "";
-const str = (v) => (typeof v === "string" ? v : "");
-const num = (v) => (typeof v === "number" ? v : 0);
-const list = (v) => (Array.isArray(v) ? v : []);
-
-function setText(node, text) {
-  if (node.textContent !== text) node.textContent = text;
-}
 
 const ui = {
   connection: byId("connection"),
@@ -60,66 +76,84 @@ const ui = {
 
 const state = {
   socket: null,
-  failures: 0,
+  // An attempt that never opened counts as a failure for the backoff.
+  retry: new Reconnect(connect),
   rows: new Map(), // id -> row of the last overview
-  dom: new Map(), // id -> { tr, cells, check }
   selected: new Set(),
   sort: { key: "lastActivity", dir: -1 },
   watching: "",
   lastTimelineSeq: -1,
-  drawPending: false,
+  drawFrame: 0, // the pending requestAnimationFrame, 0 if none
+  stopped: false, // the login ended: no more requests, timers or sockets
 };
+
+// The overview table, keyed by session id; each row is
+// { el, check, watch, cells, seq, tabs, name }.
+const overviewRows = new KeyedList(ui.body, { make: makeRow, update: updateRow });
 
 const shortId = (id) => id.slice(0, 8);
 const label = (row) => row.name || shortId(row.id);
 
 // ---- connection -----------------------------------------------------------
 
-function showConnection(s, text) {
-  if (ui.connection.dataset.state !== s) ui.connection.dataset.state = s;
-  setText(ui.connection, text);
-}
+const indicator = new ConnectionIndicator(ui.connection);
 
 function connect() {
-  showConnection("connecting", "Connecting…");
-  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-  const query = scope ? `?class=${scope}` : "";
-  const ws = new WebSocket(`${scheme}//${location.host}/instructor/ws${query}`);
+  if (state.stopped) return;
+  indicator.show("connecting", "Connecting…");
+  const ws = new WebSocket(socketURL(scope ? `/instructor/ws?class=${scope}` : "/instructor/ws"));
   state.socket = ws;
   let opened = false;
   ws.addEventListener("open", () => {
+    if (state.socket !== ws) return;
     opened = true;
-    state.failures = 0;
-    showConnection("connected", "Connected");
+    indicator.show("connected", "Connected");
     if (state.watching) send({ type: "watch", session: state.watching });
   });
   ws.addEventListener("message", (e) => {
     if (state.socket === ws) receive(e.data);
   });
-  ws.addEventListener("close", () => {
+  ws.addEventListener("close", async () => {
     if (state.socket !== ws) return;
     state.socket = null;
-    if (!opened) state.failures += 1;
-    checkLogin().then(() => {
-      const ceiling = Math.min(RECONNECT_CAP_MS, RECONNECT_BASE_MS * 2 ** Math.min(state.failures, 16));
-      showConnection("waiting", "Reconnecting…");
-      setTimeout(connect, Math.random() * ceiling);
-    });
+    indicator.show("waiting", "Reconnecting…");
+    // The WebSocket cannot say why it was refused: ask the API whether the
+    // login has ended before trying again.
+    if (await loginEnded()) stop();
+    else if (!state.stopped) state.retry.schedule(opened);
   });
 }
 
-// checkLogin sends the page back to the login form when the login has ended
-// (the WebSocket cannot say why it was refused).
-async function checkLogin() {
+// loginEnded says whether the API answers 401; a server that is away has not
+// ended the login.
+async function loginEnded() {
+  if (state.stopped) return true;
   try {
     const resp = await fetch(scope ? `/api/classes/${scope}` : "/api/sessions", { credentials: "same-origin" });
-    if (resp.status === 401) location.assign("/instructor/login");
+    return resp.status === 401;
   } catch {
-    // The server is away; the reconnect loop goes on.
+    return false;
   }
 }
 
+// stop ends the console for good after a 401: no socket, timer or request
+// outlives it (location.assign only starts a navigation, and the page keeps
+// running until the login form has loaded).
+function stop() {
+  if (state.stopped) return;
+  state.stopped = true;
+  state.retry.cancel();
+  cancelAnimationFrame(state.drawFrame);
+  state.drawFrame = 0;
+  const ws = state.socket;
+  state.socket = null;
+  ws?.close(1000, "logged out");
+  indicator.show("waiting", "Logged out");
+  location.assign(LOGIN_PAGE);
+}
+
 function send(frame) {
+  if (state.stopped) return;
   const ws = state.socket;
   if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(frame));
 }
@@ -151,10 +185,9 @@ function receive(data) {
 // ---- overview -------------------------------------------------------------
 
 function scheduleDraw() {
-  if (state.drawPending) return;
-  state.drawPending = true;
-  requestAnimationFrame(() => {
-    state.drawPending = false;
+  if (state.drawFrame || state.stopped) return;
+  state.drawFrame = requestAnimationFrame(() => {
+    state.drawFrame = 0;
     drawOverview();
   });
 }
@@ -162,6 +195,13 @@ function scheduleDraw() {
 function matches(row, needle) {
   if (!needle) return true;
   return [row.name, row.id, row.runId, row.status].some((v) => str(v).toLowerCase().includes(needle));
+}
+
+// runNumber is N of a run id "run-N", so run-10 sorts after run-9; 0 for an
+// id of another shape.
+function runNumber(runId) {
+  const m = /run-(\d+)/.exec(str(runId));
+  return m ? Number(m[1]) : 0;
 }
 
 function compare(a, b) {
@@ -175,8 +215,8 @@ function compare(a, b) {
     x = label(a).toLowerCase();
     y = label(b).toLowerCase();
   } else if (key === "runId") {
-    x = Number(str(x).slice(4)) || 0;
-    y = Number(str(y).slice(4)) || 0;
+    x = runNumber(x);
+    y = runNumber(y);
   }
   if (x < y) return -dir;
   if (x > y) return dir;
@@ -186,25 +226,8 @@ function compare(a, b) {
 function drawOverview() {
   const needle = ui.filter.value.trim().toLowerCase();
   const shown = [...state.rows.values()].filter((r) => matches(r, needle)).sort(compare);
-  for (const [id, dom] of state.dom) {
-    if (!state.rows.has(id)) {
-      dom.tr.remove();
-      state.dom.delete(id);
-    }
-  }
   for (const id of state.selected) if (!state.rows.has(id)) state.selected.delete(id);
-  const wanted = shown.map((row) => {
-    let dom = state.dom.get(row.id);
-    if (!dom) {
-      dom = makeRow(row.id);
-      state.dom.set(row.id, dom);
-    }
-    updateRow(dom, row);
-    return dom.tr;
-  });
-  const keep = new Set(wanted);
-  for (const tr of [...ui.body.children]) if (!keep.has(tr)) tr.remove();
-  placeInOrder(ui.body, wanted);
+  overviewRows.render(shown, (row) => row.id);
   ui.empty.hidden = state.rows.size > 0;
   setText(ui.count, `${shown.length} of ${state.rows.size} sessions shown, ${state.selected.size} selected`);
   ui.selectAll.checked = shown.length > 0 && shown.every((r) => state.selected.has(r.id));
@@ -232,13 +255,13 @@ function makeRow(id) {
     cells[key].className = key;
     tr.append(cells[key]);
   }
-  return { tr, check, watch, cells, seq: -1, tabs: -1 };
+  return { el: tr, check, watch, cells, seq: -1, tabs: -1 };
 }
 
 function updateRow(dom, row) {
   dom.check.checked = state.selected.has(row.id);
   dom.check.setAttribute("aria-label", `Select ${label(row)}`);
-  dom.tr.classList.toggle("watched", row.id === state.watching);
+  dom.el.classList.toggle("watched", row.id === state.watching);
   if (dom.seq === row.seq && dom.tabs === row.tabs && dom.name === row.name) return;
   dom.seq = row.seq;
   dom.tabs = row.tabs;
@@ -248,20 +271,10 @@ function updateRow(dom, row) {
   setText(dom.cells.tabs, String(num(row.tabs)));
   setText(dom.cells.runId, str(row.runId));
   setText(dom.cells.status, str(row.status));
-  dom.cells.status.dataset.status = str(row.status);
+  setData(dom.cells.status, "status", str(row.status));
   setText(dom.cells.held, String(num(row.held)));
   setText(dom.cells.receipts, String(num(row.receipts)));
-  const when = new Date(str(row.lastActivity));
-  setText(dom.cells.lastActivity, Number.isNaN(when.getTime()) ? "" : when.toLocaleTimeString());
-}
-
-// placeInOrder puts wanted at the start of parent moving as few nodes as it can.
-function placeInOrder(parent, wanted) {
-  let cursor = parent.firstElementChild;
-  for (const node of wanted) {
-    if (node === cursor) cursor = cursor.nextElementSibling;
-    else parent.insertBefore(node, cursor);
-  }
+  setText(dom.cells.lastActivity, localTime(row.lastActivity));
 }
 
 ui.filter.addEventListener("input", () => {
@@ -269,8 +282,8 @@ ui.filter.addEventListener("input", () => {
   saveView();
 });
 
-// The watched session, filter and sort live in the page's URL, so a reload
-// or a server restart shows the same view.
+// The watched session, filter and sort live in the page's address, so a
+// reload, or a reload after a server restart, shows the same view.
 function saveView() {
   const q = new URLSearchParams();
   if (state.watching) q.set("watch", state.watching);
@@ -283,13 +296,20 @@ function restoreView() {
   const q = new URLSearchParams(location.search);
   ui.filter.value = q.get("filter") ?? "";
   const [key, dir] = (q.get("sort") ?? "").split(".");
-  const button = document.querySelector(`th button[data-sort="${CSS.escape(key)}"]`);
+  const button = key ? document.querySelector(`th button[data-sort="${CSS.escape(key)}"]`) : null;
   if (button) {
     state.sort = { key, dir: dir === "asc" ? 1 : -1 };
     showSort(button);
   }
   const id = q.get("watch");
   if (id) watch(id);
+}
+
+function showSort(button) {
+  for (const b of document.querySelectorAll("th button[data-sort]")) {
+    if (b === button) b.setAttribute("aria-sort", state.sort.dir > 0 ? "ascending" : "descending");
+    else b.removeAttribute("aria-sort");
+  }
 }
 
 document.querySelector("#overview thead").addEventListener("click", (e) => {
@@ -301,13 +321,6 @@ document.querySelector("#overview thead").addEventListener("click", (e) => {
   scheduleDraw();
   saveView();
 });
-
-function showSort(button) {
-  for (const b of document.querySelectorAll("th button[data-sort]")) {
-    if (b === button) b.setAttribute("aria-sort", state.sort.dir > 0 ? "ascending" : "descending");
-    else b.removeAttribute("aria-sort");
-  }
-}
 
 ui.body.addEventListener("change", (e) => {
   const check = e.target.closest("input.select");
@@ -355,7 +368,7 @@ function renderWatched(s) {
   setText(ui.run, str(call.runId));
   setText(ui.call, str(call.callId));
   setText(ui.status, str(call.status));
-  ui.status.dataset.status = str(call.status);
+  setData(ui.status, "status", str(call.status));
   setText(ui.detail, str(call.detail));
   setText(ui.notice, str(s.notice));
   syncList(ui.queue, list(s.queue), (li, m) => {
@@ -366,18 +379,6 @@ function renderWatched(s) {
     setText(li, `Delivered message ${num(r.message)}: ${str(r.notice)}${r.by === "instructor" ? " (by instructor)" : ""}`);
     li.classList.toggle("by-instructor", r.by === "instructor");
   });
-}
-
-function syncList(parent, items, fill) {
-  items.forEach((item, i) => {
-    let li = parent.children[i];
-    if (!li) {
-      li = document.createElement("li");
-      parent.append(li);
-    }
-    fill(li, item);
-  });
-  while (parent.children.length > items.length) parent.lastElementChild.remove();
 }
 
 function renderTimeline(frame) {
@@ -392,11 +393,10 @@ function renderTimeline(frame) {
   }
   const rows = entries.map((e) => {
     const tr = document.createElement("tr");
-    const when = new Date(str(e.time));
     const message = num(e.message) > 0 ? `${num(e.message)}: ${str(e.label)}` : str(e.label);
     for (const [text, cls] of [
       [String(num(e.seq)), ""],
-      [Number.isNaN(when.getTime()) ? "" : when.toLocaleTimeString(), ""],
+      [localTime(e.time), ""],
       [str(e.actor), e.actor === "instructor" ? "by-instructor" : ""],
       [str(e.kind), ""],
       [message, "wrap"],
@@ -410,8 +410,10 @@ function renderTimeline(frame) {
     state.lastTimelineSeq = num(e.seq);
     return tr;
   });
-  // Newest first, so a live change shows at the top.
+  // Newest first, so a live change shows at the top; the oldest go past
+  // MAX_TIMELINE, as they do on the server.
   ui.timeline.prepend(...rows.reverse());
+  while (ui.timeline.children.length > MAX_TIMELINE) ui.timeline.lastElementChild.remove();
 }
 
 // ---- injection ------------------------------------------------------------
@@ -441,6 +443,7 @@ function injectionBody() {
 }
 
 ui.inject.addEventListener("click", async () => {
+  if (state.stopped) return;
   const { body, error } = injectionBody();
   ui.results.replaceChildren();
   if (error) {
@@ -457,12 +460,20 @@ ui.inject.addEventListener("click", async () => {
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify(body),
     });
-    out = await resp.json();
   } catch {
     setText(ui.summary, "The injection did not reach the server.");
     return;
   }
-  if (resp.status === 401) location.assign("/instructor/login");
+  if (resp.status === 401) {
+    stop();
+    return;
+  }
+  try {
+    out = await resp.json();
+  } catch {
+    setText(ui.summary, `The server's answer could not be read (${resp.status}).`);
+    return;
+  }
   const results = list(out?.results);
   if (!resp.ok && results.length === 0) {
     setText(ui.summary, str(out?.error) || `The server refused the injection (${resp.status}).`);
@@ -482,20 +493,27 @@ ui.inject.addEventListener("click", async () => {
 // ---- deleting sessions ------------------------------------------------------
 
 async function deleteSessions(body, what) {
-  if (!confirm(`Delete ${what}? Their students' work is gone for good.`)) return;
+  if (state.stopped || !confirm(`Delete ${what}? Their students' work is gone for good.`)) return;
+  let resp;
   let out = {};
   try {
-    const resp = await fetch("/api/sessions/delete", {
+    resp = await fetch("/api/sessions/delete", {
       method: "POST",
       credentials: "same-origin",
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify(body),
     });
-    if (resp.status === 401) location.assign("/instructor/login");
+    if (resp.status === 401) {
+      stop();
+      return;
+    }
     out = await resp.json();
-    if (!resp.ok) throw new Error(str(out?.error) || `The server answered ${resp.status}.`);
-  } catch (e) {
-    setText(ui.deleteMessage, e.message);
+  } catch {
+    setText(ui.deleteMessage, "The deletion did not reach the server.");
+    return;
+  }
+  if (!resp.ok) {
+    setText(ui.deleteMessage, str(out?.error) || `The server refused the deletion (${resp.status}).`);
     return;
   }
   const gone = list(out.deleted);

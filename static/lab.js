@@ -8,16 +8,25 @@
 // Rendering is keyed and incremental: held messages and receipts keep their
 // elements between states, so a focused "Deliver message N" button stays the
 // same focused element however many states arrive. All server text goes
-// through textContent, never HTML.
+// through textContent, never HTML. The helpers both pages use are in dom.js.
 
-const RECONNECT_BASE_MS = 250;
-const RECONNECT_CAP_MS = 10_000;
+import {
+  ConnectionIndicator,
+  KeyedList,
+  Reconnect,
+  byId,
+  list,
+  setData,
+  setText,
+  socketURL,
+  str,
+  syncList,
+} from "./dom.js";
+
 const ERROR_CLEAR_MS = 15_000;
 // The protocol lets a server close the connection (1009) on a frame over
 // 1 MiB; refusing such a frame here keeps the student connected and says why.
 const MAX_FRAME_BYTES = 1 << 20;
-
-const byId = (id) => document.getElementById(id);
 
 const ui = {
   connection: byId("connection"),
@@ -43,16 +52,15 @@ const sessionId = (/^\/lab\/([^/]+)\/?$/.exec(location.pathname) ?? [])[1] ?? ""
 
 const conn = {
   socket: null,
-  // Connections in a row that ended without delivering a state; drives the
-  // backoff so that a server that accepts and drops at once is not hammered.
-  failures: 0,
   everConnected: false,
   gotState: false,
   lastSeq: -1, // highest seq rendered on the current socket
   sent: 0, // frames this tab has sent, to tell which state follows an action
-  retryTimer: 0,
-  tickTimer: 0,
-  retryAt: 0,
+  // A connection that ended without delivering a state counts as a failure
+  // for the backoff, so a server that accepts and drops at once is not
+  // hammered.
+  retry: new Reconnect(connect),
+  tickTimer: 0, // the countdown's interval while a retry is pending
 };
 
 const errorState = { timer: 0, sentWhenShown: 0 };
@@ -64,17 +72,9 @@ const draft = {
   startFrom: null, // draft before this tab's own "Start new run", until it changes
 };
 
-// Message id -> { li, origin, label, button } of the held-message list.
-const queueRows = new Map();
-
-function setText(node, text) {
-  // Writing equal text would still replace the text node, which makes screen
-  // readers re-announce live regions; skip it.
-  if (node.textContent !== text) node.textContent = text;
-}
-
-const str = (v) => (typeof v === "string" ? v : "");
-const list = (v) => (Array.isArray(v) ? v : []);
+// The held-message list, keyed by message id; each row is
+// { el, origin, label, button }.
+const queueRows = new KeyedList(ui.queue, { make: makeQueueRow, update: updateQueueRow });
 
 // ---- errors ---------------------------------------------------------------
 
@@ -92,37 +92,13 @@ function clearError() {
 
 // ---- connection -----------------------------------------------------------
 
-// The indicator is a role="status" live region. Its text is main + countdown
-// + end, and the countdown is aria-hidden: a screen reader hears
-// "Reconnecting…" once, not every second as the number changes.
-const indicator = {
-  main: document.createTextNode(""),
-  countdown: document.createElement("span"),
-  end: document.createTextNode(""),
-};
-indicator.countdown.setAttribute("aria-hidden", "true");
-ui.connection.replaceChildren(indicator.main, indicator.countdown, indicator.end);
-
-function showConnection(state, main, countdown = "", end = "") {
-  if (ui.connection.dataset.state !== state) ui.connection.dataset.state = state;
-  for (const [node, text] of [
-    [indicator.main, main],
-    [indicator.countdown, countdown],
-    [indicator.end, end],
-  ]) {
-    if (node.textContent !== text) node.textContent = text;
-  }
-}
-
-function socketURL() {
-  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-  return `${scheme}//${location.host}/lab/${encodeURIComponent(sessionId)}/ws`;
-}
+const indicator = new ConnectionIndicator(ui.connection);
+const showConnection = (...args) => indicator.show(...args);
 
 function connect() {
   stopRetry();
   showConnection("connecting", conn.everConnected ? "Reconnecting…" : "Connecting…");
-  const ws = new WebSocket(socketURL());
+  const ws = new WebSocket(socketURL(`/lab/${encodeURIComponent(sessionId)}/ws`));
   conn.socket = ws;
   conn.gotState = false;
   // A new connection may reach a restarted server whose seq starts again, so
@@ -151,29 +127,21 @@ function connect() {
 }
 
 function scheduleReconnect() {
-  if (!conn.gotState) conn.failures += 1;
-  else conn.failures = 0;
-  // Exponential backoff with full jitter, so that many tabs dropped by one
-  // server restart do not all come back in the same instant.
-  const ceiling = Math.min(RECONNECT_CAP_MS, RECONNECT_BASE_MS * 2 ** Math.min(conn.failures, 16));
-  const delay = Math.random() * ceiling;
-  conn.retryAt = Date.now() + delay;
-  conn.retryTimer = setTimeout(connect, delay);
+  conn.retry.schedule(conn.gotState);
   conn.tickTimer = setInterval(showCountdown, 250);
   showCountdown();
 }
 
 function showCountdown() {
-  const left = conn.retryAt - Date.now();
+  const left = conn.retry.at - Date.now();
   // Under a second a countdown would only flicker.
   const countdown = left > 1000 ? ` in ${Math.ceil(left / 1000)} s` : "";
   showConnection("waiting", "Reconnecting", countdown, "…");
 }
 
 function stopRetry() {
-  clearTimeout(conn.retryTimer);
+  conn.retry.cancel();
   clearInterval(conn.tickTimer);
-  conn.retryTimer = 0;
   conn.tickTimer = 0;
 }
 
@@ -227,7 +195,7 @@ function render(state) {
   setText(ui.runId, str(call.runId));
   setText(ui.callId, str(call.callId));
   setText(ui.status, str(call.status));
-  if (ui.status.dataset.status !== str(call.status)) ui.status.dataset.status = str(call.status);
+  setData(ui.status, "status", str(call.status));
   setText(ui.detail, str(call.detail));
   setText(ui.notice, str(state.notice));
   renderQueue(list(state.queue));
@@ -260,28 +228,11 @@ function fillReply(text) {
 }
 
 function renderQueue(items) {
-  const wanted = [];
-  const keep = new Set();
-  for (const item of items) {
+  const shown = queueRows.render(items, (item) => {
     const id = Number(item?.id);
-    if (!Number.isSafeInteger(id) || keep.has(id)) continue;
-    keep.add(id);
-    let row = queueRows.get(id);
-    if (!row) {
-      row = makeQueueRow(id);
-      queueRows.set(id, row);
-    }
-    updateQueueRow(row, id, item);
-    wanted.push(row.li);
-  }
-  for (const [id, row] of queueRows) {
-    if (!keep.has(id)) {
-      row.li.remove();
-      queueRows.delete(id);
-    }
-  }
-  placeInOrder(ui.queue, wanted);
-  ui.queueEmpty.hidden = wanted.length > 0;
+    return Number.isSafeInteger(id) ? id : undefined;
+  });
+  ui.queueEmpty.hidden = shown > 0;
 }
 
 function makeQueueRow(id) {
@@ -296,44 +247,22 @@ function makeQueueRow(id) {
   button.dataset.messageId = String(id);
   button.textContent = `Deliver message ${id}`;
   li.append(origin, label, button);
-  return { li, origin, label, button };
+  return { el: li, origin, label, button };
 }
 
-function updateQueueRow(row, id, item) {
+function updateQueueRow(row, item, id) {
   setText(row.label, `Message ${id}: ${str(item.label)}`);
   const fromInstructor = item.from === "instructor";
-  row.li.classList.toggle("from-instructor", fromInstructor);
+  row.el.classList.toggle("from-instructor", fromInstructor);
   if (row.origin.hidden === fromInstructor) row.origin.hidden = !fromInstructor;
-  const kind = str(item.kind);
-  if (row.li.dataset.kind !== kind) row.li.dataset.kind = kind;
-}
-
-// placeInOrder puts the elements of wanted in that order at the start of
-// parent while moving as few as possible: a list that only grows never moves
-// an existing element, so focus inside it is never lost.
-function placeInOrder(parent, wanted) {
-  let cursor = parent.firstElementChild;
-  for (const node of wanted) {
-    if (node === cursor) {
-      cursor = cursor.nextElementSibling;
-    } else {
-      parent.insertBefore(node, cursor);
-    }
-  }
+  setData(row.el, "kind", str(item.kind));
 }
 
 function renderReceipts(items) {
-  const parent = ui.receipts;
-  items.forEach((receipt, i) => {
-    let li = parent.children[i];
-    if (!li) {
-      li = document.createElement("li");
-      parent.append(li);
-    }
+  syncList(ui.receipts, items, (li, receipt) => {
     const message = typeof receipt?.message === "number" ? receipt.message : "?";
     setText(li, `Delivered message ${message}: ${str(receipt?.notice)}`);
   });
-  while (parent.children.length > items.length) parent.lastElementChild.remove();
   ui.receiptsEmpty.hidden = items.length > 0;
 }
 
@@ -377,7 +306,7 @@ byId("name-form").addEventListener("submit", (event) => {
 
 // Coming back online is a good moment to retry without waiting out the backoff.
 window.addEventListener("online", () => {
-  if (conn.retryTimer) connect();
+  if (conn.retry.pending) connect();
 });
 
 setText(ui.sessionId, sessionId);

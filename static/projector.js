@@ -3,12 +3,11 @@
 // room, and a live count of the students who joined. Names are hidden by
 // default (it is a shared screen); a toggle shows them. The count comes from
 // the class-scoped instructor WebSocket's overview frames. Text goes through
-// textContent only.
+// textContent only (dom.js).
 
-const byId = (id) => document.getElementById(id);
+import { Reconnect, byId, list, setText, socketURL, str } from "./dom.js";
+
 const classId = decodeURIComponent(location.pathname.split("/")[3] || "");
-const RECONNECT_BASE_MS = 250;
-const RECONNECT_CAP_MS = 10_000;
 
 const ui = {
   title: byId("title"),
@@ -24,12 +23,8 @@ const ui = {
   connection: byId("connection"),
 };
 
-let failures = 0;
 let names = [];
-
-function setText(node, text) {
-  if (node.textContent !== text) node.textContent = text;
-}
+const retry = new Reconnect(() => loadClass().catch(() => {}).finally(connect));
 
 async function loadClass() {
   const resp = await fetch(`/api/classes/${encodeURIComponent(classId)}`, { credentials: "same-origin" });
@@ -39,21 +34,22 @@ async function loadClass() {
   }
   const body = await resp.json().catch(() => ({}));
   if (!resp.ok) {
-    setText(ui.title, typeof body.error === "string" ? body.error : `The class could not be loaded (${resp.status}).`);
+    setText(ui.title, str(body.error) || `The class could not be loaded (${resp.status}).`);
     return;
   }
   const c = body.class || {};
-  setText(ui.title, String(c.title || ""));
-  document.title = `Join ${c.title || ""} · Tool-call outcomes lab`;
-  setText(ui.url, String(c.joinUrl || "").replace(/\/j\/\d+$/, "/join"));
-  setText(ui.code, String(c.code || ""));
+  setText(ui.title, str(c.title));
+  document.title = `Join ${str(c.title)} · Tool-call outcomes lab`;
+  setText(ui.url, str(c.joinUrl).replace(/\/j\/\d+$/, "/join"));
+  setText(ui.code, str(c.code));
   ui.closed.hidden = c.open !== false;
-  ui.qr.src = `/api/classes/${encodeURIComponent(classId)}/qr.png?code=${encodeURIComponent(c.code || "")}`;
-  showRows(Array.isArray(body.sessions) ? body.sessions : []);
+  // The code in the address makes a new code (after a reopen) a new image.
+  ui.qr.src = `/api/classes/${encodeURIComponent(classId)}/qr.png?code=${encodeURIComponent(str(c.code))}`;
+  showRows(list(body.sessions));
 }
 
 function showRows(rows) {
-  names = rows.map((r) => String(r.name || "")).sort((a, b) => a.localeCompare(b));
+  names = rows.map((r) => str(r.name)).sort((a, b) => a.localeCompare(b));
   setText(ui.count, String(names.length));
   setText(ui.countWord, names.length === 1 ? "student joined" : "students joined");
   if (!ui.names.hidden) drawNames();
@@ -77,12 +73,10 @@ ui.toggle.addEventListener("click", () => {
 });
 
 function connect() {
-  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-  const ws = new WebSocket(`${scheme}//${location.host}/instructor/ws?class=${encodeURIComponent(classId)}`);
+  const ws = new WebSocket(socketURL(`/instructor/ws?class=${encodeURIComponent(classId)}`));
   let opened = false;
   ws.addEventListener("open", () => {
     opened = true;
-    failures = 0;
     setText(ui.connection, "");
   });
   ws.addEventListener("message", (e) => {
@@ -92,13 +86,11 @@ function connect() {
     } catch {
       return;
     }
-    if (frame?.type === "overview" && Array.isArray(frame.sessions)) showRows(frame.sessions);
+    if (frame?.type === "overview") showRows(list(frame.sessions));
   });
   ws.addEventListener("close", () => {
-    if (!opened) failures += 1;
     setText(ui.connection, "Reconnecting…");
-    const ceiling = Math.min(RECONNECT_CAP_MS, RECONNECT_BASE_MS * 2 ** Math.min(failures, 16));
-    setTimeout(() => loadClass().catch(() => {}).finally(connect), Math.random() * ceiling);
+    retry.schedule(opened);
   });
 }
 

@@ -28,7 +28,7 @@ type Record struct {
 // Session is one stored session.
 type Session struct {
 	ID         string
-	Name       string // empty until sessions can be named
+	Name       string // the display name its last rename set, "" if none
 	Created    time.Time
 	LastActive time.Time // time of the last change
 }
@@ -36,25 +36,9 @@ type Session struct {
 // ErrClosed refuses work after Close.
 var ErrClosed = errors.New("the store is closed")
 
-// Kind is the text the log and the exports use for an event's kind.
-func Kind(e model.Event) string {
-	switch e.Kind {
-	case model.RunStarted:
-		return "started"
-	case model.MessageQueued:
-		return "queued"
-	case model.MessageDelivered:
-		return "delivered"
-	case model.Renamed:
-		return "renamed"
-	case model.MessageInjected:
-		if e.Deliver {
-			return "injected-delivered"
-		}
-		return "injected"
-	}
-	return fmt.Sprintf("unknown(%d)", e.Kind)
-}
+// Kind is the text the log and the exports use for an event's kind: the
+// model's one vocabulary (model.Event.KindName).
+func Kind(e model.Event) string { return e.KindName() }
 
 // row is a record flattened into the columns of the events table. Adding an
 // event kind means adding a case to encode and to decode.
@@ -107,18 +91,16 @@ func decode(w row) (Record, error) {
 	}
 	r.Event.By = by
 	r.Event.Message.ID = int(w.message)
-	switch w.kind {
-	case "started":
-		r.Event.Kind = model.RunStarted
-	case "delivered":
-		r.Event.Kind = model.MessageDelivered
-	case "renamed":
-		r.Event.Kind, r.Event.Name = model.Renamed, string(w.raw)
-	case "queued", "injected", "injected-delivered":
-		r.Event.Kind = model.MessageQueued
-		if w.kind != "queued" {
-			r.Event.Kind, r.Event.Deliver = model.MessageInjected, w.kind == "injected-delivered"
-		}
+	kind, deliver, ok := model.ParseKindName(w.kind)
+	if !ok {
+		return Record{}, fmt.Errorf("session %s seq %d: unknown event kind %q", w.session, w.seq, w.kind)
+	}
+	r.Event.Kind, r.Event.Deliver = kind, deliver
+	switch kind {
+	case model.RunStarted, model.MessageDelivered:
+	case model.Renamed:
+		r.Event.Name = string(w.raw)
+	case model.MessageQueued, model.MessageInjected:
 		m := &r.Event.Message
 		if m.From, err = actor(w.msgFrom); err != nil {
 			return Record{}, err
@@ -131,8 +113,6 @@ func decode(w row) (Record, error) {
 		default:
 			return Record{}, fmt.Errorf("session %s seq %d: unknown message kind %q", w.session, w.seq, w.msgKind)
 		}
-	default:
-		return Record{}, fmt.Errorf("session %s seq %d: unknown event kind %q", w.session, w.seq, w.kind)
 	}
 	return r, nil
 }

@@ -59,6 +59,7 @@ func openTemp(t testing.TB, opt Options) *SQLite {
 }
 
 func TestStores(t *testing.T) {
+	t.Parallel()
 	for name, open := range map[string]func(t *testing.T) store{
 		"memory": func(*testing.T) store { return NewMemory() },
 		"sqlite": func(t *testing.T) store { return openTemp(t, Options{}) },
@@ -105,6 +106,7 @@ func TestStores(t *testing.T) {
 }
 
 func TestSQLiteReopens(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "lab.db")
 	s, err := OpenSQLite(path, Options{})
 	if err != nil {
@@ -128,6 +130,7 @@ func TestSQLiteReopens(t *testing.T) {
 }
 
 func TestSQLiteRefusesBadFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	corrupt := filepath.Join(dir, "corrupt.db")
 	if err := os.WriteFile(corrupt, bytes.Repeat([]byte("not a database "), 512), 0o600); err != nil {
@@ -160,6 +163,7 @@ func TestSQLiteRefusesBadFiles(t *testing.T) {
 // another process would: appends and Ready fail, store nothing, and work
 // again once the lock is released.
 func TestSQLiteLockedRecovers(t *testing.T) {
+	t.Parallel()
 	s := openTemp(t, Options{BusyTimeout: 50 * time.Millisecond})
 	ctx := context.Background()
 	recs := sample("a")
@@ -200,6 +204,7 @@ func TestSQLiteLockedRecovers(t *testing.T) {
 }
 
 func TestExports(t *testing.T) {
+	t.Parallel()
 	recs := sample("a")[2:4]
 	var jl bytes.Buffer
 	if err := WriteJSONLines(&jl, recs); err != nil {
@@ -262,6 +267,7 @@ func BenchmarkAppend(b *testing.B) {
 // TestSQLiteKeepsTextExactly: notices quote replies, which may hold NUL and
 // any Unicode; the log must give them back byte for byte.
 func TestSQLiteKeepsTextExactly(t *testing.T) {
+	t.Parallel()
 	s := openTemp(t, Options{})
 	ctx := context.Background()
 	r := sample("a")[0]
@@ -278,6 +284,7 @@ func TestSQLiteKeepsTextExactly(t *testing.T) {
 
 // TestSQLiteSyncMode: NORMAL unless FullSync asks for an fsync per commit.
 func TestSQLiteSyncMode(t *testing.T) {
+	t.Parallel()
 	for full, want := range map[bool]int{false: 1, true: 2} {
 		s := openTemp(t, Options{FullSync: full})
 		var got int

@@ -44,6 +44,7 @@ func buildLikeDockerfile(t *testing.T, dir string) string {
 // as a process: what the image needs of it, SIGTERM, and a restart after
 // kill -9 that loses nothing.
 func TestBinary(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

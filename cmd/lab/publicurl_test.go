@@ -54,8 +54,8 @@ func TestPublicURLSetting(t *testing.T) {
 		{"http://user@a/", "", false},
 	} {
 		cfg, err := parseConfig([]string{"lab", "-public-url", c.value}, func(string) string { return "" }, io.Discard)
-		if (err == nil) != c.ok || (c.ok && cfg.publicURL != c.want) {
-			t.Errorf("-public-url %q: %q, %v; want %q ok=%v", c.value, cfg.publicURL, err, c.want, c.ok)
+		if (err == nil) != c.ok || (c.ok && cfg.server.PublicURL != c.want) {
+			t.Errorf("-public-url %q: %q, %v; want %q ok=%v", c.value, cfg.server.PublicURL, err, c.want, c.ok)
 		}
 	}
 	cfg, err := parseConfig([]string{"lab"}, func(k string) string {
@@ -64,7 +64,7 @@ func TestPublicURLSetting(t *testing.T) {
 		}
 		return ""
 	}, io.Discard)
-	if err != nil || cfg.publicURL != "http://10.1.2.3:8080" {
-		t.Errorf("LAB_PUBLIC_URL: %q %v", cfg.publicURL, err)
+	if err != nil || cfg.server.PublicURL != "http://10.1.2.3:8080" {
+		t.Errorf("LAB_PUBLIC_URL: %q %v", cfg.server.PublicURL, err)
 	}
 }

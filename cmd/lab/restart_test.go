@@ -20,6 +20,7 @@ import (
 // TestCorruptDataFileExits: a data file that is not a database stops the
 // lab with an error naming the file, rather than starting empty.
 func TestCorruptDataFileExits(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "lab.db")
 	if err := os.WriteFile(path, bytes.Repeat([]byte("garbage!"), 1024), 0o600); err != nil {
 		t.Fatal(err)

@@ -14,16 +14,12 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/coder/websocket"
-
-	"github.com/toolcall-lab/lab/model"
 	"github.com/toolcall-lab/lab/server"
 	"github.com/toolcall-lab/lab/store"
 )
@@ -33,30 +29,34 @@ import (
 var version = "dev"
 
 // config is everything the command can be told, by flag or LAB_* variable.
+// The server's settings and their defaults come from server.DefaultConfig;
+// the command's own are written in defaultConfig.
 type config struct {
+	server          server.Config
 	addr            string
-	origins         string
-	limits          model.Limits
 	shutdownTimeout time.Duration
 	logFormat       string
 	logLevel        slog.Level
-	metricsToken    string
-	instructorToken string
-	trustedProxies  []*net.IPNet
 	showVersion     bool
 	data            string // SQLite file, or memoryData
-	sessionTTL      time.Duration
 	dataSync        string
-	frameRate       float64
-	frameBurst      int
-	maxConns        int
-	maxSessionConns int
-	maxSessions     int
-	publicURL       string // where students reach the lab; "" derives it from -addr
 }
 
 // memoryData as -data keeps sessions in memory only: for demos and tests.
 const memoryData = ":memory:"
+
+// defaultConfig is the configuration when nothing is set.
+func defaultConfig() config {
+	return config{
+		server:          server.DefaultConfig(),
+		addr:            ":8080",
+		shutdownTimeout: 10 * time.Second,
+		logFormat:       "text",
+		logLevel:        slog.LevelInfo,
+		data:            "./lab-data/lab.db",
+		dataSync:        "normal",
+	}
+}
 
 // setting is one flag with its environment variable.
 type setting struct {
@@ -64,56 +64,59 @@ type setting struct {
 	value            flag.Value
 }
 
+// settings binds every flag to c; a flag's default is what c holds now.
 func settings(c *config) []setting {
-	c.limits = model.DefaultLimits()
-	c.addr = ":8080"
-	c.shutdownTimeout = 10 * time.Second
-	c.logFormat = "text"
-	c.data = filepath.Join(".", "lab-data", "lab.db")
-	c.sessionTTL = 168 * time.Hour
-	c.dataSync = "normal"
-	c.frameRate, c.frameBurst = 20, 40
-	c.maxConns, c.maxSessionConns, c.maxSessions = 10_000, 32, 10_000
+	sc := &c.server
 	return []setting{
 		{"addr", "LAB_ADDR", "address to listen on", stringValue{&c.addr}},
-		{"origins", "LAB_ORIGINS", "extra Origin host patterns allowed to open WebSockets, comma-separated (for a reverse proxy)", stringValue{&c.origins}},
-		{"max-reply-bytes", "LAB_MAX_REPLY_BYTES", "largest queued reply in bytes", intValue{&c.limits.MaxReplyBytes}},
-		{"max-held", "LAB_MAX_HELD", "held messages per session", intValue{&c.limits.MaxHeld}},
-		{"max-held-bytes", "LAB_MAX_HELD_BYTES", "held reply text per session in bytes", intValue{&c.limits.MaxHeldBytes}},
-		{"max-receipts", "LAB_MAX_RECEIPTS", "deliveries recorded per session", intValue{&c.limits.MaxReceipts}},
+		{"origins", "LAB_ORIGINS", "extra Origin host patterns allowed to open WebSockets, comma-separated (for a reverse proxy)", listValue{&sc.Origins}},
+		{"max-reply-bytes", "LAB_MAX_REPLY_BYTES", "largest queued reply in bytes", intValue{&sc.Limits.MaxReplyBytes}},
+		{"max-held", "LAB_MAX_HELD", "held messages per session", intValue{&sc.Limits.MaxHeld}},
+		{"max-held-bytes", "LAB_MAX_HELD_BYTES", "held reply text per session in bytes", intValue{&sc.Limits.MaxHeldBytes}},
+		{"max-receipts", "LAB_MAX_RECEIPTS", "deliveries recorded per session", intValue{&sc.Limits.MaxReceipts}},
 		{"shutdown-timeout", "LAB_SHUTDOWN_TIMEOUT", "how long shutdown waits for connections to close", durationValue{&c.shutdownTimeout}},
 		{"data", "LAB_DATA", "SQLite file holding the sessions (created with its directory on first run); " + memoryData + " keeps them in memory only", stringValue{&c.data}},
 		{"data-sync", "LAB_DATA_SYNC", "normal: a change survives kill -9 and restarts; full: also a power cut, for an fsync per commit", choiceValue{&c.dataSync, []string{"normal", "full"}}},
-		{"session-ttl", "LAB_SESSION_TTL", "idle time (no change, no open page) after which a session is deleted", durationValue{&c.sessionTTL}},
+		{"session-ttl", "LAB_SESSION_TTL", "idle time (no change, no open page) after which a session is deleted", durationValue{&sc.SessionTTL}},
 		{"log-format", "LAB_LOG_FORMAT", "log format: text or json", choiceValue{&c.logFormat, []string{"text", "json"}}},
 		{"log-level", "LAB_LOG_LEVEL", "least log level: debug, info, warn or error", levelValue{&c.logLevel}},
-		{"metrics-token", "LAB_METRICS_TOKEN", "bearer token that /metrics requires (default: none)", stringValue{&c.metricsToken}},
-		{"instructor-token", "LAB_INSTRUCTOR_TOKEN", "secret of the instructor console and API (default: a random one, printed at start)", secretValue{&c.instructorToken}},
-		{"trusted-proxies", "LAB_TRUSTED_PROXIES", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed", cidrsValue{&c.trustedProxies}},
-		{"frame-rate", "LAB_FRAME_RATE", "frames a second one connection may send on average; over it frames are refused, and sustained abuse closes with 1008", floatValue{&c.frameRate}},
-		{"frame-burst", "LAB_FRAME_BURST", "frames one connection may send at once", intValue{&c.frameBurst}},
-		{"max-conns", "LAB_MAX_CONNS", "open WebSockets in all; more are answered 503", intValue{&c.maxConns}},
-		{"max-session-conns", "LAB_MAX_SESSION_CONNS", "open WebSockets per session; more are answered 503", intValue{&c.maxSessionConns}},
-		{"max-sessions", "LAB_MAX_SESSIONS", "sessions held at most (idle ones expire after -session-ttl); a new one past it is answered 503", intValue{&c.maxSessions}},
-		{"public-url", "LAB_PUBLIC_URL", "address students reach the lab at, such as http://192.168.1.20:8080, for join links and QR codes (default: this machine's LAN address when listening on all interfaces)", urlValue{&c.publicURL}},
+		{"metrics-token", "LAB_METRICS_TOKEN", "bearer token that /metrics requires (default: none)", stringValue{&sc.MetricsToken}},
+		{"instructor-token", "LAB_INSTRUCTOR_TOKEN", "secret of the instructor console and API (default: a random one, printed at start)", secretValue{&sc.InstructorToken}},
+		{"trusted-proxies", "LAB_TRUSTED_PROXIES", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed", cidrsValue{&sc.TrustedProxies}},
+		{"frame-rate", "LAB_FRAME_RATE", "frames a second one connection may send on average; over it frames are refused, and sustained abuse closes with 1008", floatValue{&sc.FrameRate}},
+		{"frame-burst", "LAB_FRAME_BURST", "frames one connection may send at once", intValue{&sc.FrameBurst}},
+		{"max-conns", "LAB_MAX_CONNS", "open WebSockets in all; more are answered 503", intValue{&sc.MaxConns}},
+		{"max-session-conns", "LAB_MAX_SESSION_CONNS", "open WebSockets per session; more are answered 503", intValue{&sc.MaxSessionConns}},
+		{"max-sessions", "LAB_MAX_SESSIONS", "sessions held at most (idle ones expire after -session-ttl); a new one past it is answered 503", intValue{&sc.MaxSessions}},
+		{"public-url", "LAB_PUBLIC_URL", "address students reach the lab at, such as http://192.168.1.20:8080, for join links and QR codes (default: this machine's LAN address when listening on all interfaces)", urlValue{&sc.PublicURL}},
 	}
+}
+
+// newFlags registers every flag on a new FlagSet, bound to c, whose current
+// values are the flags' defaults (what -help shows).
+func newFlags(name string, c *config, stderr io.Writer) (*flag.FlagSet, []setting) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	all := settings(c)
+	for _, s := range all {
+		fs.Var(s.value, s.flag, s.usage+" (env "+s.env+")")
+	}
+	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
+	return fs, all
 }
 
 // parseConfig reads LAB_* variables first and lets flags override them.
 // Errors name the setting; they mean exit status 2.
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
-	var c config
-	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	for _, s := range settings(&c) {
+	c := defaultConfig()
+	fs, all := newFlags(args[0], &c, stderr)
+	for _, s := range all {
 		if v := getenv(s.env); v != "" {
 			if err := s.value.Set(v); err != nil {
 				return c, fmt.Errorf("invalid %s=%q: %w", s.env, v, err)
 			}
 		}
-		fs.Var(s.value, s.flag, s.usage+" (env "+s.env+")")
 	}
-	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
 	if err := fs.Parse(args[1:]); err != nil {
 		return c, err
 	}
@@ -172,6 +175,27 @@ func (v levelValue) Set(s string) error {
 	if err := v.p.UnmarshalText([]byte(s)); err != nil {
 		return errors.New("want debug, info, warn or error")
 	}
+	return nil
+}
+
+// listValue is a comma-separated list; blank items are dropped.
+type listValue struct{ p *[]string }
+
+func (v listValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return strings.Join(*v.p, ",")
+}
+
+func (v listValue) Set(s string) error {
+	var items []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			items = append(items, item)
+		}
+	}
+	*v.p = items
 	return nil
 }
 
@@ -262,11 +286,19 @@ func (v floatValue) Set(s string) error {
 
 type durationValue struct{ p *time.Duration }
 
+// String writes the duration as people do: 168h, not 168h0m0s.
 func (v durationValue) String() string {
 	if v.p == nil {
 		return "0s"
 	}
-	return v.p.String()
+	s := v.p.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }
 
 func (v durationValue) Set(s string) error {
@@ -350,33 +382,16 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(signals)
 
-	var origins []string
-	for _, o := range strings.Split(cfg.origins, ",") {
-		if o = strings.TrimSpace(o); o != "" {
-			origins = append(origins, o)
-		}
-	}
-	token, generated := cfg.instructorToken, false
-	if token == "" {
-		token, generated = rand.Text(), true
-	}
-	scfg := server.Config{
-		Origins:         origins,
-		Limits:          cfg.limits,
-		Logger:          log,
-		MetricsToken:    cfg.metricsToken,
-		TrustedProxies:  cfg.trustedProxies,
-		SessionTTL:      cfg.sessionTTL,
-		InstructorToken: token,
-		FrameRate:       cfg.frameRate,
-		FrameBurst:      cfg.frameBurst,
-		MaxConns:        cfg.maxConns,
-		MaxSessionConns: cfg.maxSessionConns,
-		MaxSessions:     cfg.maxSessions,
+	scfg := cfg.server
+	scfg.Logger = log
+	generated := false
+	if scfg.InstructorToken == "" {
+		scfg.InstructorToken, generated = rand.Text(), true
 	}
 	if cfg.data == "" {
-		return errors.New("-data is empty: give a file, or " + memoryData)
+		return fmt.Errorf("-data is empty: give a file, or %q for memory only", memoryData)
 	}
+	dataName := "the sessions"
 	if cfg.data != memoryData {
 		st, err := store.OpenSQLite(cfg.data, store.Options{FullSync: cfg.dataSync == "full"})
 		if err != nil {
@@ -385,26 +400,30 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 		// Closed after the server has shut down: the last changes commit first.
 		defer st.Close()
 		scfg.Store = st
+		dataName = cfg.data
 		log.Info("sessions are stored", "file", cfg.data)
 	} else {
 		log.Warn("sessions are kept in memory only and are lost when the lab stops")
 	}
-	// Listening first: the join URLs need the port when -addr asks for any.
+	// The lab starts (loads the sessions, starts its janitor) only once it
+	// can listen, so a failed listen leaves nothing running; it is built
+	// after listening because join URLs need the port when -addr asks for
+	// any.
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.addr, err)
 	}
-	defer ln.Close() // after Serve, a second Close is harmless
-	scfg.PublicURL = cfg.publicURL
 	if scfg.PublicURL == "" {
 		scfg.PublicURL = lanURL(ln.Addr(), interfaceAddrs())
 	}
 	lab, err := server.New(scfg)
 	if err != nil {
-		if cfg.data != memoryData {
-			return fmt.Errorf("loading %s: %w", cfg.data, err)
-		}
+		ln.Close()
 		return fmt.Errorf("configuring the server: %w", err)
+	}
+	if err := lab.Start(ctx); err != nil {
+		ln.Close()
+		return fmt.Errorf("loading %s: %w", dataName, err)
 	}
 	httpServer := &http.Server{
 		Handler:           lab.Handler(),
@@ -419,30 +438,36 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	fmt.Fprintf(stdout, "Instructor console: %sinstructor\n", publicURL(ln.Addr()))
 	fmt.Fprintf(stdout, "Classes: students join at %s/join (set -public-url if they cannot reach it)\n", scfg.PublicURL)
 	if generated {
-		fmt.Fprintf(stdout, "Instructor token (generated; set -instructor-token or LAB_INSTRUCTOR_TOKEN to choose one): %s\n", token)
+		fmt.Fprintf(stdout, "Instructor token (generated; set -instructor-token or LAB_INSTRUCTOR_TOKEN to choose one): %s\n", scfg.InstructorToken)
 	}
 	log.Info("lab listening", "addr", ln.Addr().String(), "version", version)
 
-	// SIGTERM is how containers are restarted: tell pages to reconnect (1012).
-	code, reason := websocket.StatusGoingAway, "the lab server is shutting down"
+	// SIGTERM is how containers are restarted: the lab tells pages to
+	// reconnect; anything else is a shutdown.
+	stop, how := lab.Shutdown, "shutdown"
+	var serveErr error
 	select {
-	case err := <-served:
-		return fmt.Errorf("serving: %w", err)
+	case serveErr = <-served:
 	case <-ctx.Done():
 	case sig := <-signals:
 		if sig == syscall.SIGTERM {
-			code, reason = websocket.StatusServiceRestart, "the lab server is restarting"
+			stop, how = lab.Restart, "restart"
 		}
 	}
-	log.Info("shutting down", "close_code", int(code))
+	log.Info("shutting down", "as", how)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
 	defer cancel()
 	// http.Server.Shutdown stops accepting but neither closes nor waits for
-	// hijacked WebSockets, so the lab closes those itself.
+	// hijacked WebSockets, so the lab closes those itself (and stops its
+	// janitor, also when serving failed).
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- httpServer.Shutdown(shutdownCtx) }()
-	sockErr := lab.CloseSockets(shutdownCtx, code, reason)
-	if err := errors.Join(<-httpDone, sockErr); err != nil {
+	sockErr := stop(shutdownCtx)
+	httpErr := <-httpDone
+	if serveErr != nil {
+		return fmt.Errorf("serving: %w", serveErr)
+	}
+	if err := errors.Join(httpErr, sockErr); err != nil {
 		return fmt.Errorf("shutting down: %w", err)
 	}
 	<-served // Serve has returned ErrServerClosed

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +21,7 @@ func env(vars map[string]string) func(string) string {
 }
 
 func TestConfig(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		args    []string
@@ -27,21 +30,21 @@ func TestConfig(t *testing.T) {
 		wantErr string
 	}{
 		{"defaults", nil, nil, func(c config) bool {
-			return c.addr == ":8080" && c.limits.MaxHeld == 256 && c.shutdownTimeout == 10*time.Second &&
-				c.data == "lab-data/lab.db" && c.sessionTTL == 168*time.Hour && c.maxSessions == 10000 && c.instructorToken == ""
+			return c.addr == ":8080" && c.server.Limits.MaxHeld == 256 && c.shutdownTimeout == 10*time.Second &&
+				c.data == "./lab-data/lab.db" && c.server.SessionTTL == 168*time.Hour && c.server.MaxSessions == 10000 && c.server.InstructorToken == ""
 		}, ""},
 		{"data settings", []string{"-data", ":memory:", "-max-sessions", "3"}, map[string]string{"LAB_SESSION_TTL": "2h", "LAB_INSTRUCTOR_TOKEN": "t"}, func(c config) bool {
-			return c.data == ":memory:" && c.maxSessions == 3 && c.sessionTTL == 2*time.Hour && c.instructorToken == "t"
+			return c.data == ":memory:" && c.server.MaxSessions == 3 && c.server.SessionTTL == 2*time.Hour && c.server.InstructorToken == "t"
 		}, ""},
 		{"bad ttl", nil, map[string]string{"LAB_SESSION_TTL": "forever"}, nil, "LAB_SESSION_TTL"},
-		{"env", nil, map[string]string{"LAB_ADDR": "127.0.0.1:9", "LAB_MAX_HELD": "5", "LAB_ORIGINS": "a.example"}, func(c config) bool {
-			return c.addr == "127.0.0.1:9" && c.limits.MaxHeld == 5 && c.origins == "a.example"
+		{"env", nil, map[string]string{"LAB_ADDR": "127.0.0.1:9", "LAB_MAX_HELD": "5", "LAB_ORIGINS": "a.example, ,b.example"}, func(c config) bool {
+			return c.addr == "127.0.0.1:9" && c.server.Limits.MaxHeld == 5 && slices.Equal(c.server.Origins, []string{"a.example", "b.example"})
 		}, ""},
 		{"flag wins over env", []string{"-addr", ":1"}, map[string]string{"LAB_ADDR": ":2"}, func(c config) bool { return c.addr == ":1" }, ""},
 		{"bad env names the variable", nil, map[string]string{"LAB_MAX_HELD": "lots"}, nil, "LAB_MAX_HELD"},
 		{"bad flag names the flag", []string{"-max-receipts", "0"}, nil, nil, "-max-receipts"},
 		{"protections", []string{"-frame-rate", "2.5", "-max-session-conns", "4"}, map[string]string{"LAB_MAX_CONNS": "9", "LAB_FRAME_BURST": "7", "LAB_MAX_SESSIONS": "3"}, func(c config) bool {
-			return c.frameRate == 2.5 && c.frameBurst == 7 && c.maxConns == 9 && c.maxSessionConns == 4 && c.maxSessions == 3
+			return c.server.FrameRate == 2.5 && c.server.FrameBurst == 7 && c.server.MaxConns == 9 && c.server.MaxSessionConns == 4 && c.server.MaxSessions == 3
 		}, ""},
 		{"bad rate names the flag", []string{"-frame-rate", "-1"}, nil, nil, "-frame-rate"},
 		{"bad duration", nil, map[string]string{"LAB_SHUTDOWN_TIMEOUT": "soon"}, nil, "LAB_SHUTDOWN_TIMEOUT"},
@@ -66,6 +69,7 @@ func TestConfig(t *testing.T) {
 }
 
 func TestInvalidConfigExitsTwo(t *testing.T) {
+	t.Parallel()
 	var stderr bytes.Buffer
 	code := run(context.Background(), []string{"lab", "-max-held", "-3"}, env(nil), io.Discard, &stderr)
 	if code != 2 || !strings.Contains(stderr.String(), "max-held") {
@@ -95,6 +99,7 @@ func (s *syncBuffer) String() string {
 // student WebSocket, then cancels: the socket is closed with 1001 and run
 // returns 0.
 func TestRunServesAndShutsDown(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var stdout, stderr syncBuffer
@@ -153,6 +158,7 @@ func TestRunServesAndShutsDown(t *testing.T) {
 // prints it once on stdout with the console URL; it opens the API and never
 // reaches the log. A configured token is never printed.
 func TestInstructorToken(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		vars  map[string]string
@@ -212,5 +218,22 @@ func TestInstructorToken(t *testing.T) {
 				t.Fatalf("the token reached the log: %s", stderr.String())
 			}
 		})
+	}
+}
+
+// TestListenFailureLeavesNothingRunning: when the address is taken, run
+// exits 1 naming it, before the lab starts anything (TestMain's goleak
+// check fails the package if a janitor or anything else kept running).
+func TestListenFailureLeavesNothingRunning(t *testing.T) {
+	t.Parallel()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	var stderr syncBuffer
+	code := run(context.Background(), []string{"lab", "-addr", taken.Addr().String(), "-data", ":memory:"}, env(nil), io.Discard, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "listening on "+taken.Addr().String()) {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
 	}
 }

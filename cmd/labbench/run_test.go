@@ -14,6 +14,7 @@ import (
 )
 
 func TestFlags(t *testing.T) {
+	t.Parallel()
 	var stderr bytes.Buffer
 	if code := run(context.Background(), []string{"labbench", "-scenarios", "rtt,nope"}, func(string) string { return "" }, &stderr, &stderr); code != 2 || !strings.Contains(stderr.String(), `"nope"`) {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
@@ -28,6 +29,7 @@ func TestFlags(t *testing.T) {
 // and one to every connection of the session per received frame, with a
 // growing seq.
 func TestBaseline(t *testing.T) {
+	t.Parallel()
 	ts := httptest.NewServer((&baseline{sessions: map[string]*baseSession{}}).handler())
 	defer ts.Close()
 	srv := &server{name: "baseline", base: ts.URL}
@@ -70,6 +72,7 @@ func TestBaseline(t *testing.T) {
 }
 
 func TestOps(t *testing.T) {
+	t.Parallel()
 	var g opGen
 	for i := 1; i <= preloads; i++ {
 		if !json.Valid(g.preload(i)) {

@@ -42,7 +42,7 @@ func FuzzParse(f *testing.F) {
 		}
 		if err != nil {
 			var se *SyntaxError
-			if !errors.As(err, &se) || se.Offset < 0 || se.Offset > len(data) || !reflect.DeepEqual(v, Value{}) {
+			if !errors.As(err, &se) || se.Offset < 0 || se.Offset > len(data) || se.Expected == "" || !reflect.DeepEqual(v, Value{}) {
 				t.Fatalf("Parse(%q) = %+v, %#v", data, v, err)
 			}
 		}

@@ -84,6 +84,44 @@ func (v Value) String(key string) (string, bool) {
 type SyntaxError struct {
 	Offset int    // byte offset of the offending byte, or the input length at end of input
 	Msg    string // what went wrong, without the "jsjson: " prefix or the offset
+	// Expected says what the grammar allowed at Offset, in words a student
+	// reads ("a string", `":"`, `"," or "}"`); Error does not use it, so
+	// error texts are as they always were.
+	Expected string
+}
+
+// What Parse can have expected where it stopped (SyntaxError.Expected).
+const (
+	ExpectValue          = "a value"
+	ExpectValueOrBracket = `a value or "]"`
+	ExpectKey            = "a string"
+	ExpectKeyOrBrace     = `a string or "}"`
+	ExpectColon          = `":"`
+	ExpectCommaOrBrace   = `"," or "}"`
+	ExpectCommaOrBracket = `"," or "]"`
+	ExpectEnd            = "the end of the text"
+	ExpectDigit          = "a digit"
+	ExpectDigitOrSign    = `a digit, "+" or "-"`
+	ExpectHexDigit       = "a hexadecimal digit"
+	ExpectEscape         = `an escape: \" \\ \/ \b \f \n \r \t or \u`
+	ExpectQuote          = `the closing quote (")`
+	ExpectNoControl      = `an escape such as \n in place of a control character`
+)
+
+// Position is offset (a byte offset into s, as in SyntaxError) counted as
+// JavaScript counts a string's positions: in UTF-16 code units, so that it
+// matches what a browser's text field or JSON.parse's message would say. An
+// invalid UTF-8 byte counts as one, as the U+FFFD it decodes to.
+func Position(s string, offset int) int {
+	offset = min(max(offset, 0), len(s))
+	n := 0
+	for _, r := range s[:offset] {
+		n++
+		if r >= 0x10000 {
+			n++
+		}
+	}
+	return n
 }
 
 const msgEOF = "unexpected end of input"
@@ -116,12 +154,12 @@ type parser struct {
 	clone bool   // s aliases caller memory: kept strings must be copied
 }
 
-func (p *parser) eof() error {
-	return &SyntaxError{Offset: len(p.s), Msg: msgEOF}
+func (p *parser) eof(expected string) error {
+	return &SyntaxError{Offset: len(p.s), Msg: msgEOF, Expected: expected}
 }
 
-func (p *parser) badChar(i int, context string) error {
-	return &SyntaxError{Offset: i, Msg: "invalid character " + quoteChar(p.s[i:]) + " " + context}
+func (p *parser) badChar(i int, context, expected string) error {
+	return &SyntaxError{Offset: i, Msg: "invalid character " + quoteChar(p.s[i:]) + " " + context, Expected: expected}
 }
 
 // quoteChar quotes the character starting s, or the lone byte if it is not UTF-8.
@@ -150,7 +188,7 @@ func (p *parser) parse() (Value, error) {
 	s := p.s
 	i := skipWS(s, 0)
 	if i == len(s) {
-		return Value{}, p.eof()
+		return Value{}, p.eof(ExpectValue)
 	}
 	var v Value
 	var end int
@@ -167,7 +205,7 @@ func (p *parser) parse() (Value, error) {
 			v.Text = p.single(str{i + 1, end - 1, grow})
 		}
 	default:
-		v.Kind, end, err = p.skipValue(i)
+		v.Kind, end, err = p.skipValue(i, ExpectValue)
 		switch {
 		case err != nil:
 		case v.Kind == Number:
@@ -180,7 +218,7 @@ func (p *parser) parse() (Value, error) {
 		return Value{}, err
 	}
 	if end = skipWS(s, end); end < len(s) {
-		return Value{}, p.badChar(end, "after top-level value")
+		return Value{}, p.badChar(end, "after top-level value", ExpectEnd)
 	}
 	return v, nil
 }
@@ -216,12 +254,13 @@ func (p *parser) object(i int) (map[string]Member, int, error) {
 	if i < len(s) && s[i] == '}' {
 		return map[string]Member{}, i + 1, nil
 	}
+	want := ExpectKeyOrBrace // after "{"; after a comma only a key will do
 	for {
 		if i >= len(s) {
-			return nil, 0, p.eof()
+			return nil, 0, p.eof(want)
 		}
 		if s[i] != '"' {
-			return nil, 0, p.badChar(i, "looking for beginning of object key string")
+			return nil, 0, p.badChar(i, "looking for beginning of object key string", want)
 		}
 		end, grow, err := p.scanString(i, true)
 		if err != nil {
@@ -229,19 +268,19 @@ func (p *parser) object(i int) (map[string]Member, int, error) {
 		}
 		e := entry{key: str{i + 1, end - 1, grow}}
 		if i = skipWS(s, end); i >= len(s) {
-			return nil, 0, p.eof()
+			return nil, 0, p.eof(ExpectColon)
 		}
 		if s[i] != ':' {
-			return nil, 0, p.badChar(i, "after object key")
+			return nil, 0, p.badChar(i, "after object key", ExpectColon)
 		}
 		if i = skipWS(s, i+1); i >= len(s) {
-			return nil, 0, p.eof()
+			return nil, 0, p.eof(ExpectValue)
 		}
 		if s[i] == '"' {
 			end, grow, err = p.scanString(i, true)
 			e.kind, e.val = String, str{i + 1, end - 1, grow}
 		} else {
-			e.kind, end, err = p.skipValue(i)
+			e.kind, end, err = p.skipValue(i, ExpectValue)
 			e.val = str{i, end, -1}
 		}
 		if err != nil {
@@ -249,15 +288,15 @@ func (p *parser) object(i int) (map[string]Member, int, error) {
 		}
 		list = append(list, e)
 		if i = skipWS(s, end); i >= len(s) {
-			return nil, 0, p.eof()
+			return nil, 0, p.eof(ExpectCommaOrBrace)
 		}
 		switch s[i] {
 		case ',':
-			i = skipWS(s, i+1)
+			i, want = skipWS(s, i+1), ExpectKey
 		case '}':
 			return p.members(list), i + 1, nil
 		default:
-			return nil, 0, p.badChar(i, "after object key:value pair")
+			return nil, 0, p.badChar(i, "after object key:value pair", ExpectCommaOrBrace)
 		}
 	}
 }
@@ -333,17 +372,18 @@ func (a *arena) keep(grown []byte) string {
 }
 
 // skipValue validates the value starting at s[i] (not whitespace) and returns
-// its kind and the offset just past it. Containers are tracked on an explicit
-// stack rather than by recursion, so any depth that fits in memory parses.
-func (p *parser) skipValue(i int) (Kind, int, error) {
+// its kind and the offset just past it; want is what a syntax error there
+// says was expected. Containers are tracked on an explicit stack rather than
+// by recursion, so any depth that fits in memory parses.
+func (p *parser) skipValue(i int, want string) (Kind, int, error) {
 	s := p.s
 	var stack bitstack
 	var kind Kind
 	var err error
 	for {
-		// A value is expected at i.
+		// A value (want) is expected at i.
 		if i = skipWS(s, i); i >= len(s) {
-			return 0, 0, p.eof()
+			return 0, 0, p.eof(want)
 		}
 		c := s[i]
 		if kind == 0 {
@@ -357,9 +397,10 @@ func (p *parser) skipValue(i int) (Kind, int, error) {
 				break
 			}
 			stack.push(c == '{')
+			want = ExpectValue
 			if c == '[' {
-				i = j
-			} else if i, err = p.skipKey(j); err != nil {
+				i, want = j, ExpectValueOrBracket
+			} else if i, err = p.skipKey(j, ExpectKeyOrBrace); err != nil {
 				return 0, 0, err
 			}
 			continue
@@ -373,7 +414,7 @@ func (p *parser) skipValue(i int) (Kind, int, error) {
 			i, err = p.literal(i, "null")
 		default:
 			if c != '-' && (c < '0' || c > '9') {
-				return 0, 0, p.badChar(i, "looking for beginning of value")
+				return 0, 0, p.badChar(i, "looking for beginning of value", want)
 			}
 			i, err = p.number(i)
 		}
@@ -385,17 +426,22 @@ func (p *parser) skipValue(i int) (Kind, int, error) {
 			if stack.n == 0 {
 				return kind, i, nil
 			}
-			if i = skipWS(s, i); i >= len(s) {
-				return 0, 0, p.eof()
-			}
 			obj := stack.top()
+			next := ExpectCommaOrBracket
+			if obj {
+				next = ExpectCommaOrBrace
+			}
+			if i = skipWS(s, i); i >= len(s) {
+				return 0, 0, p.eof(next)
+			}
 			if c = s[i]; c == ',' {
 				i++
 				if obj {
-					if i, err = p.skipKey(skipWS(s, i)); err != nil {
+					if i, err = p.skipKey(skipWS(s, i), ExpectKey); err != nil {
 						return 0, 0, err
 					}
 				}
+				want = ExpectValue
 				break
 			}
 			if obj && c == '}' || !obj && c == ']' {
@@ -404,9 +450,9 @@ func (p *parser) skipValue(i int) (Kind, int, error) {
 				continue
 			}
 			if obj {
-				return 0, 0, p.badChar(i, "after object key:value pair")
+				return 0, 0, p.badChar(i, "after object key:value pair", next)
 			}
-			return 0, 0, p.badChar(i, "after array element")
+			return 0, 0, p.badChar(i, "after array element", next)
 		}
 	}
 }
@@ -428,24 +474,24 @@ func kindOf(c byte) Kind {
 }
 
 // skipKey validates `"key" :` of a nested object starting at s[i] and returns
-// the offset after the colon.
-func (p *parser) skipKey(i int) (int, error) {
+// the offset after the colon; want is what was expected at s[i].
+func (p *parser) skipKey(i int, want string) (int, error) {
 	s := p.s
 	if i >= len(s) {
-		return 0, p.eof()
+		return 0, p.eof(want)
 	}
 	if s[i] != '"' {
-		return 0, p.badChar(i, "looking for beginning of object key string")
+		return 0, p.badChar(i, "looking for beginning of object key string", want)
 	}
 	i, _, err := p.scanString(i, false)
 	if err != nil {
 		return 0, err
 	}
 	if i = skipWS(s, i); i >= len(s) {
-		return 0, p.eof()
+		return 0, p.eof(ExpectColon)
 	}
 	if s[i] != ':' {
-		return 0, p.badChar(i, "after object key")
+		return 0, p.badChar(i, "after object key", ExpectColon)
 	}
 	return i + 1, nil
 }
@@ -492,11 +538,12 @@ func (p *parser) literal(i int, lit string) (int, error) {
 		return i + len(lit), nil
 	}
 	for j := 1; j < len(lit); j++ {
+		want := `"` + lit[j:j+1] + `" (to spell ` + lit + ")"
 		if i+j >= len(p.s) {
-			return 0, p.eof()
+			return 0, p.eof(want)
 		}
 		if p.s[i+j] != lit[j] {
-			return 0, p.badChar(i+j, "in literal "+lit+" (expecting "+strconv.QuoteRune(rune(lit[j]))+")")
+			return 0, p.badChar(i+j, "in literal "+lit+" (expecting "+strconv.QuoteRune(rune(lit[j]))+")", want)
 		}
 	}
 	panic("unreachable")
@@ -510,7 +557,7 @@ func (p *parser) number(i int) (int, error) {
 		i++
 	}
 	if i >= len(s) {
-		return 0, p.eof()
+		return 0, p.eof(ExpectDigit)
 	}
 	switch c := s[i]; {
 	case c == '0':
@@ -518,26 +565,27 @@ func (p *parser) number(i int) (int, error) {
 	case '1' <= c && c <= '9':
 		i = digits(s, i+1)
 	default:
-		return 0, p.badChar(i, "in numeric literal")
+		return 0, p.badChar(i, "in numeric literal", ExpectDigit)
 	}
 	if i < len(s) && s[i] == '.' {
 		if i++; i >= len(s) {
-			return 0, p.eof()
+			return 0, p.eof(ExpectDigit)
 		}
 		if !isDigit(s[i]) {
-			return 0, p.badChar(i, "after decimal point in numeric literal")
+			return 0, p.badChar(i, "after decimal point in numeric literal", ExpectDigit)
 		}
 		i = digits(s, i+1)
 	}
 	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		want := ExpectDigitOrSign
 		if i++; i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
+			i, want = i+1, ExpectDigit
 		}
 		if i >= len(s) {
-			return 0, p.eof()
+			return 0, p.eof(want)
 		}
 		if !isDigit(s[i]) {
-			return 0, p.badChar(i, "in exponent of numeric literal")
+			return 0, p.badChar(i, "in exponent of numeric literal", want)
 		}
 		i = digits(s, i+1)
 	}
@@ -567,7 +615,7 @@ func (p *parser) scanString(i int, utf bool) (end, grow int, err error) {
 	j := i + 1
 	for {
 		if j = plainEnd(s, j, hi); j >= len(s) {
-			return 0, 0, p.eof()
+			return 0, 0, p.eof(ExpectQuote)
 		}
 		switch c := s[j]; {
 		case c == '"':
@@ -589,7 +637,7 @@ func (p *parser) scanString(i int, utf bool) (end, grow int, err error) {
 		case c == '\\':
 			esc = true
 			if j+1 >= len(s) {
-				return 0, 0, p.eof()
+				return 0, 0, p.eof(ExpectEscape)
 			}
 			switch s[j+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
@@ -597,18 +645,18 @@ func (p *parser) scanString(i int, utf bool) (end, grow int, err error) {
 			case 'u':
 				for k := j + 2; k < j+6; k++ {
 					if k >= len(s) {
-						return 0, 0, p.eof()
+						return 0, 0, p.eof(ExpectHexDigit)
 					}
 					if hexVal(s[k]) < 0 {
-						return 0, 0, p.badChar(k, `in \u hexadecimal character escape`)
+						return 0, 0, p.badChar(k, `in \u hexadecimal character escape`, ExpectHexDigit)
 					}
 				}
 				j += 6
 			default:
-				return 0, 0, p.badChar(j+1, "in string escape code")
+				return 0, 0, p.badChar(j+1, "in string escape code", ExpectEscape)
 			}
 		default: // c < 0x20
-			return 0, 0, p.badChar(j, "in string literal")
+			return 0, 0, p.badChar(j, "in string literal", ExpectNoControl)
 		}
 	}
 }

@@ -91,6 +91,7 @@ func runCases(t *testing.T, cases []parseCase) {
 }
 
 func TestWhitespace(t *testing.T) {
+	t.Parallel()
 	runCases(t, []parseCase{
 		good(" 1", Number, "1"), good("1 ", Number, "1"), good("\t\n\r 1\t\n\r ", Number, "1"),
 		obj(" {\t\"a\"\n:\r1 , \"b\" : [ ] } ", map[string]Member{"a": mNum("1"), "b": mArr}),
@@ -103,6 +104,7 @@ func TestWhitespace(t *testing.T) {
 }
 
 func TestLiterals(t *testing.T) {
+	t.Parallel()
 	runCases(t, []parseCase{
 		good("null", Null, ""), good("true", Bool, "true"), good("false", Bool, "false"),
 		bad("True"), bad("NULL"), bad("nul"), bad("tru"), bad("f"), bad("nulll"), bad("truex"),
@@ -113,6 +115,7 @@ func TestLiterals(t *testing.T) {
 }
 
 func TestNumbers(t *testing.T) {
+	t.Parallel()
 	var cases []parseCase
 	for _, n := range []string{"0", "-0", "1", "-1", "10", "1234567890", "0.5", "-0.5", "1.25",
 		"1e5", "1E5", "1e+5", "1e-5", "1.5e10", "-1.5E-10", "0e0", "0.0", "1e400", "-1e400",
@@ -130,6 +133,7 @@ func TestNumbers(t *testing.T) {
 }
 
 func TestStrings(t *testing.T) {
+	t.Parallel()
 	runCases(t, []parseCase{
 		good(`""`, String, ""), good(`"x"`, String, "x"), good(`"run-1"`, String, "run-1"),
 		good(`"\"\\\/\b\f\n\r\t"`, String, "\"\\/\b\f\n\r\t"),
@@ -162,6 +166,7 @@ func TestStrings(t *testing.T) {
 }
 
 func TestObjectsAndArrays(t *testing.T) {
+	t.Parallel()
 	reply := `{"runId":"run-1","callId":"lookup","kind":"completed","output":"x"}`
 	runCases(t, []parseCase{
 		obj(reply, map[string]Member{"runId": mStr("run-1"), "callId": mStr("lookup"),
@@ -198,6 +203,7 @@ func TestObjectsAndArrays(t *testing.T) {
 }
 
 func TestDuplicates(t *testing.T) {
+	t.Parallel()
 	runCases(t, []parseCase{
 		obj(`{"a":1,"a":2}`, map[string]Member{"a": mNum("2")}),
 		obj(`{"a":"x","a":"y"}`, map[string]Member{"a": mStr("y")}),
@@ -220,6 +226,7 @@ func TestDuplicates(t *testing.T) {
 }
 
 func TestTopLevelAndTrailing(t *testing.T) {
+	t.Parallel()
 	runCases(t, []parseCase{
 		good(`"just a string"`, String, "just a string"), good("42", Number, "42"),
 		good(`[null]`, Array, ""), good(" null ", Null, ""),
@@ -230,6 +237,7 @@ func TestTopLevelAndTrailing(t *testing.T) {
 }
 
 func TestSyntaxErrorMessages(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ in, msg string }{
 		{"", "jsjson: unexpected end of input"},
 		{`{"a":1`, "jsjson: unexpected end of input"},
@@ -265,6 +273,7 @@ func TestSyntaxErrorMessages(t *testing.T) {
 }
 
 func TestDeepNesting(t *testing.T) {
+	t.Parallel()
 	const d = 1_000_000
 	for _, c := range []struct {
 		name string
@@ -305,6 +314,7 @@ func TestDeepNesting(t *testing.T) {
 // encoding/json on random mixtures of objects and arrays, well formed or
 // with one closer swapped.
 func TestRandomNesting(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	for n := 0; n < 300; n++ {
 		depth := 1 + r.IntN(500)
@@ -336,6 +346,7 @@ func TestRandomNesting(t *testing.T) {
 }
 
 func TestValueString(t *testing.T) {
+	t.Parallel()
 	v, err := Parse(`{"s":"x","e":"","n":1,"b":true,"z":null,"o":{},"a":["s"]}`)
 	if err != nil {
 		t.Fatal(err)
@@ -355,6 +366,7 @@ func TestValueString(t *testing.T) {
 }
 
 func TestKindString(t *testing.T) {
+	t.Parallel()
 	want := map[Kind]string{Null: "null", Bool: "boolean", Number: "number", String: "string",
 		Array: "array", Object: "object", 0: "jsjson.Kind(0)", 7: "jsjson.Kind(7)"}
 	for k, s := range want {
@@ -367,6 +379,7 @@ func TestKindString(t *testing.T) {
 // TestNoAliasing checks that a Value parsed from bytes survives reuse of them,
 // and that one parsed from a string is still right.
 func TestNoAliasing(t *testing.T) {
+	t.Parallel()
 	in := `{"runId":"run-1","n":12,"esc":"a\nb","k\u0041":"v"}` + " "
 	b := []byte(in)
 	v, err := Parse(b)
@@ -390,6 +403,8 @@ func TestNoAliasing(t *testing.T) {
 	}
 }
 
+// TestAllocations is not parallel: AllocsPerRun counts every goroutine's
+// allocations, so it runs before the parallel tests resume.
 func TestAllocations(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocation counts")
@@ -422,6 +437,7 @@ func TestAllocations(t *testing.T) {
 }
 
 func TestAppendString(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ in, want string }{
 		{"", `""`},
 		{"plain", `"plain"`},
@@ -453,6 +469,7 @@ func TestAppendString(t *testing.T) {
 // TestInputTypes checks named string and byte-slice types, nil input, and
 // that a named byte slice is copied from like []byte.
 func TestInputTypes(t *testing.T) {
+	t.Parallel()
 	type text string
 	in := `{"runId":"run-1","n":5}`
 	want := map[string]Member{"runId": mStr("run-1"), "n": mNum("5")}
@@ -479,6 +496,7 @@ func TestInputTypes(t *testing.T) {
 // TestManyMembers checks objects past the inline member list, with
 // duplicates, escapes and bad bytes, against encoding/json.
 func TestManyMembers(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, n := range []int{7, 8, 9, 16, 17, 100, 1000} {
 		var b strings.Builder

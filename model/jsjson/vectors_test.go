@@ -34,6 +34,7 @@ func loadVectors(tb testing.TB) []vector {
 // TestVectors checks every golden vector, parsing each input both as a string
 // and as bytes.
 func TestVectors(t *testing.T) {
+	t.Parallel()
 	vs := loadVectors(t)
 	if len(vs) < 500 {
 		t.Fatalf("only %d vectors", len(vs))
@@ -79,6 +80,7 @@ func TestVectors(t *testing.T) {
 
 // TestStringifyVectors checks AppendString against JSON.stringify.
 func TestStringifyVectors(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile("testdata/stringify.json")
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,162 @@
+package server
+
+import (
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/toolcall-lab/lab/model"
+)
+
+// overviewInterval is the shortest time between two overview frames to one
+// instructor connection. A class of 200 students clicking away changes
+// something every few milliseconds; the console needs a table that is at most
+// a fraction of a second old, not one frame per click.
+const overviewInterval = 250 * time.Millisecond
+
+// sessionRow is one session in the class overview and in GET /api/sessions.
+type sessionRow struct {
+	ID           string    `json:"id"`
+	Class        string    `json:"class"` // the class it joined, "" for the open lab
+	Name         string    `json:"name"`
+	Tabs         int       `json:"tabs"`
+	RunID        string    `json:"runId"`
+	Status       string    `json:"status"`
+	Held         int       `json:"held"`
+	Receipts     int       `json:"receipts"`
+	Seq          uint64    `json:"seq"`
+	LastActivity time.Time `json:"lastActivity"`
+}
+
+func newRow(id string, v model.LabView, now time.Time) sessionRow {
+	return sessionRow{
+		ID: id, Name: v.Name, RunID: v.Call.RunID, Status: v.Call.Status,
+		Held: v.Held, Receipts: v.Received, Seq: v.Seq, LastActivity: now,
+	}
+}
+
+// overviewFrame carries the whole class table. Whole tables rather than
+// changed rows: any frame alone is the truth, so a connection's outbox may
+// drop older ones, and a table of 200 rows is about 40 KB.
+func overviewFrame(rows []sessionRow) []byte {
+	return mustJSON(struct {
+		Type     string       `json:"type"`
+		Sessions []sessionRow `json:"sessions"`
+	}{"overview", rows})
+}
+
+// mustJSON encodes values whose types cannot fail to encode.
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("encoding an instructor frame: " + err.Error())
+	}
+	return b
+}
+
+// rows returns every session's overview row, ordered by id.
+func (s *Server) rows() []sessionRow {
+	all := s.allSessions()
+	rows := make([]sessionRow, len(all))
+	for i, sess := range all {
+		rows[i] = sess.overviewRow()
+		rows[i].Class = s.classOfSession(sess.id)
+	}
+	return rows
+}
+
+// overview sends the class table to every instructor connection, coalesced:
+// a change marks it dirty, and a flush at most every overviewInterval sends
+// one whole table to all of them: to each connection its scope's (a class's
+// sessions, or the open lab's). When nothing changes, nothing is sent and
+// no goroutine waits.
+//
+// Ownership: mu guards conns, timer, last and stopped. flushing serializes
+// building and handing out tables, so every connection gets them in the
+// order they were built. A flush runs in the timer's goroutine, which ends
+// with it; flushes counts the scheduled and running ones, so that stop
+// waits for them. Lock order: flushing, then mu; rows are read
+// (session.mu) with neither mu held.
+type overview struct {
+	rows func(scope string) []sessionRow
+
+	flushing sync.Mutex
+	flushes  sync.WaitGroup // a scheduled or running flush; Add under mu while not stopped
+
+	mu      sync.Mutex
+	conns   map[*conn]string // connection -> its scope: a class id, "" for the open lab
+	timer   *time.Timer      // a pending flush, nil when none
+	last    time.Time        // when the last flush began
+	stopped bool
+}
+
+func newOverview(rows func(scope string) []sessionRow) *overview {
+	return &overview{rows: rows, conns: make(map[*conn]string)}
+}
+
+// mark says that a row may have changed.
+func (o *overview) mark() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.timer != nil || o.stopped || len(o.conns) == 0 {
+		return
+	}
+	o.flushes.Add(1)
+	o.timer = time.AfterFunc(max(0, overviewInterval-time.Since(o.last)), o.flush)
+}
+
+func (o *overview) flush() {
+	defer o.flushes.Done()
+	o.flushing.Lock()
+	defer o.flushing.Unlock()
+	o.mu.Lock()
+	o.timer = nil
+	o.last = time.Now()
+	conns := make(map[*conn]string, len(o.conns))
+	for c, scope := range o.conns {
+		conns[c] = scope
+	}
+	stopped := o.stopped
+	o.mu.Unlock()
+	if stopped || len(conns) == 0 {
+		return
+	}
+	frames := make(map[string][]byte) // one table per scope
+	for c, scope := range conns {
+		frame, ok := frames[scope]
+		if !ok {
+			frame = overviewFrame(o.rows(scope))
+			frames[scope] = frame
+		}
+		c.sendState(frame)
+	}
+}
+
+// subscribe adds c with its scope and hands it the table as it is now.
+func (o *overview) subscribe(c *conn, scope string) {
+	o.flushing.Lock()
+	defer o.flushing.Unlock()
+	o.mu.Lock()
+	o.conns[c] = scope
+	o.mu.Unlock()
+	c.sendState(overviewFrame(o.rows(scope)))
+}
+
+func (o *overview) unsubscribe(c *conn) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.conns, c)
+}
+
+// stop cancels a pending flush, refuses later ones and waits for one that
+// is running, so that nothing is sent after it returns.
+func (o *overview) stop() {
+	o.mu.Lock()
+	o.stopped = true
+	if o.timer != nil && o.timer.Stop() {
+		o.flushes.Done() // cancelled before it ran
+	}
+	o.timer = nil
+	o.mu.Unlock()
+	o.flushes.Wait()
+}

@@ -1,0 +1,68 @@
+package server
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/toolcall-lab/lab/store"
+)
+
+// Store keeps sessions' events. package store has two: store.SQLite (durable)
+// and store.Memory (tests and demos).
+type Store interface {
+	// Append returns once r is committed; an error means it was not stored.
+	Append(ctx context.Context, r store.Record) error
+	// Sessions lists the stored sessions.
+	Sessions(ctx context.Context) ([]store.Session, error)
+	// Events returns one session's records in seq order.
+	Events(ctx context.Context, id string) ([]store.Record, error)
+	// Delete removes sessions with their events.
+	Delete(ctx context.Context, ids []string) error
+	// Ready reports whether the store takes writes now.
+	Ready(ctx context.Context) error
+	// Classes keeps classes, their members and console logins
+	// (docs/classes.md).
+	store.Classes
+}
+
+// load rebuilds every stored session by replaying its events (for Start).
+// It touches no Server state but the config: the caller adds the sessions.
+func (s *Server) load(ctx context.Context) ([]*session, error) {
+	infos, err := s.cfg.Store.Sessions(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("loading sessions: %w", err)
+	}
+	loaded := make([]*session, 0, len(infos))
+	for _, info := range infos {
+		recs, err := s.cfg.Store.Events(ctx, info.ID)
+		if err != nil {
+			return nil, fmt.Errorf("loading sessions: %w", err)
+		}
+		sess, err := restoreSession(info, recs, &s.cfg, s.metrics, s.overview.mark)
+		if err != nil {
+			return nil, fmt.Errorf("loading sessions: %w", err)
+		}
+		loaded = append(loaded, sess)
+	}
+	return loaded, nil
+}
+
+// restoreSession rebuilds a stored session by replaying its records; the
+// timeline's recent entries come from the same records.
+func restoreSession(info store.Session, recs []store.Record, cfg *Config, m *metrics, changed func()) (*session, error) {
+	s := newSession(info.ID, cfg, m, changed)
+	s.lastActive = info.LastActive
+	for _, r := range recs {
+		if r.Seq != s.lab.Seq()+1 {
+			return nil, fmt.Errorf("session %s: stored seq %d follows seq %d", info.ID, r.Seq, s.lab.Seq())
+		}
+		if _, err := s.lab.Apply(r.Event); err != nil {
+			return nil, fmt.Errorf("session %s: replaying seq %d: %w", info.ID, r.Seq, err)
+		}
+		s.timeline.add(newTimelineEntry(r.Event, s.lab, r.Notice, r.Time))
+	}
+	frame, v := s.enc.frame(s.lab)
+	s.frame = frame
+	s.row = newRow(s.id, v, s.lastActive)
+	return s, nil
+}

@@ -1,0 +1,83 @@
+package server
+
+import (
+	"time"
+	"unicode/utf8"
+
+	"github.com/toolcall-lab/lab/model"
+)
+
+// The instructor's timeline of a session: its recent events, named with the
+// model's event kind names (model.Event.KindName), the same words the store
+// and the exports use.
+
+// timelineEntry is one change of a session as the instructor reads it.
+type timelineEntry struct {
+	Seq         uint64    `json:"seq"`
+	Time        time.Time `json:"time"`
+	Actor       string    `json:"actor"`
+	Kind        string    `json:"kind"`                  // model.Event.KindName: started, queued, delivered, …
+	MessageKind string    `json:"messageKind,omitempty"` // reply or deadline, for queued and injected events
+	Message     int       `json:"message"`               // the held message concerned, 0 for none
+	Label       string    `json:"label"`                 // its label (cut to maxLabelBytes), or the new name
+	Notice      string    `json:"notice"`                // the session's notice after the change
+}
+
+// newTimelineEntry describes ev, which has just left l with notice.
+func newTimelineEntry(ev model.Event, l *model.Lab, notice string, at time.Time) timelineEntry {
+	e := timelineEntry{Seq: l.Seq(), Time: at, Actor: ev.By.String(), Kind: ev.KindName(), Notice: notice}
+	switch ev.Kind {
+	case model.MessageQueued, model.MessageInjected:
+		e.MessageKind = ev.Message.Kind.String()
+	case model.Renamed:
+		e.Label = ev.Name
+	}
+	if m, ok := l.Message(ev.Message.ID); ok {
+		e.Message, e.Label = m.ID, cut(m.Label(), maxLabelBytes)
+	}
+	return e
+}
+
+// cut shortens s to at most n bytes on a character boundary, marking the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// timeline is a ring of the last maxTimeline entries; its owner guards it.
+type timeline struct {
+	buf  []timelineEntry
+	next int // where the oldest entry is once buf is full
+}
+
+func (t *timeline) add(e timelineEntry) {
+	if len(t.buf) < maxTimeline {
+		t.buf = append(t.buf, e)
+		return
+	}
+	t.buf[t.next] = e
+	t.next = (t.next + 1) % maxTimeline
+}
+
+// entries returns a copy, oldest first.
+func (t *timeline) entries() []timelineEntry {
+	out := make([]timelineEntry, 0, len(t.buf))
+	out = append(out, t.buf[t.next:]...)
+	return append(out, t.buf[:t.next]...)
+}
+
+// timelineFrame carries timeline entries of one session to an instructor:
+// the whole timeline when reset, else entries to append.
+func timelineFrame(id string, reset bool, entries []timelineEntry) []byte {
+	return mustJSON(struct {
+		Type    string          `json:"type"`
+		Session string          `json:"session"`
+		Reset   bool            `json:"reset"`
+		Entries []timelineEntry `json:"entries"`
+	}{"timeline", id, reset, entries})
+}
