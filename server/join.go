@@ -155,9 +155,9 @@ func (s *Server) join(c echo.Context) error {
 	c.Request().Body = http.MaxBytesReader(c.Response(), c.Request().Body, maxNameFormSize)
 	typed := c.FormValue("name")
 	form := joinForm{Code: cl.Code, Title: cl.Title, Name: cut(typed, 200)}
-	name, err := joinName(typed)
-	if err != nil {
-		form.Error = err.Error()
+	name, problem := joinName(typed)
+	if problem != "" {
+		form.Error = problem
 		return s.joinPage(c, http.StatusBadRequest, form)
 	}
 	form.Name = name
@@ -218,23 +218,24 @@ func (s *Server) startMember(id, class, name string) error {
 	return nil
 }
 
-// joinName checks a name given at the door: the rename rules, and not empty.
-// Format characters (bidi overrides, zero-width joiners) are refused too,
-// so that a name cannot pass for another in the console.
-func joinName(typed string) (string, error) {
+// joinName checks a name given at the door: the rename rules, and not
+// empty. Format characters (bidi overrides, zero-width joiners) are refused
+// too, so that a name cannot pass for another in the console. A refusal is
+// the sentence the join page shows (problem), not an error.
+func joinName(typed string) (name, problem string) {
 	name, err := model.NormalizeName(typed)
 	var le *model.LimitError
 	switch {
 	case errors.As(err, &le):
-		return "", fmt.Errorf("A name has at most %d characters.", model.MaxNameLength)
+		return "", fmt.Sprintf("A name has at most %d characters.", model.MaxNameLength)
 	case err != nil || strings.IndexFunc(name, func(r rune) bool { return unicode.Is(unicode.Cf, r) }) >= 0:
-		return "", errors.New("A name cannot hold control or invisible formatting characters. Type it with plain letters.")
+		return "", "A name cannot hold control or invisible formatting characters. Type it with plain letters."
 	case name == "":
-		return "", errors.New("Type your name: your instructor sees it next to your work.")
+		return "", "Type your name: your instructor sees it next to your work."
 	case !utf8.ValidString(name):
-		return "", errors.New("A name must be text.")
+		return "", "A name must be text."
 	}
-	return name, nil
+	return name, ""
 }
 
 // addrLimiter limits join attempts per client address: two token buckets
