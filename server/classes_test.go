@@ -1,10 +1,8 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"image/png"
 	"io"
 	"net"
 	"net/http"
@@ -19,8 +17,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/makiuchi-d/gozxing"
-	gozxingqr "github.com/makiuchi-d/gozxing/qrcode"
 
 	"github.com/toolcall-lab/lab/server"
 	"github.com/toolcall-lab/lab/store"
@@ -262,22 +258,10 @@ func TestClassesAPI(t *testing.T) {
 	}
 }
 
-// decodeQRPNG reads a QR code PNG with an independent decoder.
+// decodeQRPNG reads a QR code PNG as a phone's camera does (DecodeQR).
 func decodeQRPNG(t *testing.T, b []byte) string {
 	t.Helper()
-	img, err := png.Decode(bytes.NewReader(b))
-	if err != nil {
-		t.Fatalf("the QR code is not a PNG: %v", err)
-	}
-	bmp, err := gozxing.NewBinaryBitmapFromImage(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := gozxingqr.NewQRCodeReader().Decode(bmp, nil)
-	if err != nil {
-		t.Fatalf("reading the QR code: %v", err)
-	}
-	return res.GetText()
+	return server.DecodeQR(t, b)
 }
 
 func TestJoin(t *testing.T) {
