@@ -42,6 +42,7 @@ var migrations = [][]string{
 			PRIMARY KEY (session, seq)
 		) WITHOUT ROWID`,
 	},
+	2: classesSchema, // store/sqlite_classes.go
 }
 
 // SchemaVersion is the schema this build writes.
