@@ -42,6 +42,26 @@ var migrations = [][]string{
 			PRIMARY KEY (session, seq)
 		) WITHOUT ROWID`,
 	},
+	// recent takes appends in the order they come (see SQLite); the mover
+	// takes them into events in the background.
+	2: {
+		`CREATE TABLE recent (
+			pos          INTEGER PRIMARY KEY,
+			session      TEXT NOT NULL,
+			seq          INTEGER NOT NULL,
+			time         INTEGER NOT NULL,
+			actor        TEXT NOT NULL,
+			kind         TEXT NOT NULL,
+			message      INTEGER NOT NULL DEFAULT 0,
+			message_kind TEXT NOT NULL DEFAULT '',
+			message_from TEXT NOT NULL DEFAULT '',
+			raw          BLOB NOT NULL DEFAULT x'',
+			key_run      TEXT NOT NULL DEFAULT '',
+			key_call     TEXT NOT NULL DEFAULT '',
+			run          TEXT NOT NULL DEFAULT '',
+			notice       TEXT NOT NULL DEFAULT ''
+		)`,
+	},
 }
 
 // SchemaVersion is the schema this build writes.
@@ -62,9 +82,23 @@ type Options struct {
 	// corrupt the file. An fsync costs every change about half a
 	// millisecond on our machines (BENCHMARKS.md, rtt-durable).
 	FullSync bool
+
+	// every is the mover's and checkpointer's period; default 1 s. Tests
+	// set it long, so that rows stay in recent.
+	every time.Duration
 }
 
 // SQLite is the durable store: one SQLite file in WAL mode.
+//
+// An append is one row inserted into the table recent, whose rows are kept
+// in arrival order: every append of a group commit lands on the same last
+// page or two, so a commit writes a page or two to the log however many
+// sessions it carries. events, which keeps each session's rows together for
+// reading, would put every session's row on a page of its own (about 1.7
+// pages written per append with 50 sessions appending, BENCHMARKS.md). The
+// mover takes recent's rows into events once a second, in chunks, through
+// the writer; a session's rows touched many times in that second are then
+// written once. Reads see both tables in one statement, so one snapshot.
 //
 // Ownership: one writer goroutine, started by OpenSQLite and stopped by
 // Close, owns every write. Appends hand it their work over reqs and wait for
@@ -76,9 +110,17 @@ type SQLite struct {
 	path     string
 	db       *sql.DB
 	maxBatch int
+	every    time.Duration
 	// Appends' statements, prepared once: parsing them again on every
 	// commit cost more than the commit.
-	insertSession, renameSession, insertEvent *sql.Stmt
+	insertSession, renameSession, insertEvent, lastSeq *sql.Stmt
+
+	// seqs is the last committed seq of each session appended since open,
+	// and txSeqs those of the transaction being built (0: deleted in it);
+	// both are owned by the writer goroutine (requests' ops run on it). An
+	// append must be its session's next seq, as in Memory: recent has no
+	// key that would refuse a duplicate.
+	seqs, txSeqs map[string]uint64
 
 	reqs      chan request  // unbuffered: a send succeeds only when the writer takes it
 	quit      chan struct{} // closed by Close
@@ -98,6 +140,9 @@ type request struct {
 func OpenSQLite(path string, opt Options) (*SQLite, error) {
 	if opt.MaxBatch <= 0 {
 		opt.MaxBatch = 256
+	}
+	if opt.every <= 0 {
+		opt.every = time.Second
 	}
 	if opt.BusyTimeout <= 0 {
 		opt.BusyTimeout = 2 * time.Second
@@ -130,19 +175,26 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 		return nil, fmt.Errorf("opening the lab's data file %s: %w", path, err)
 	}
 	s := &SQLite{
-		path: path, db: db, maxBatch: opt.MaxBatch,
+		path: path, db: db, maxBatch: opt.MaxBatch, every: opt.every,
 		reqs: make(chan request), quit: make(chan struct{}), done: make(chan struct{}), cpDone: make(chan struct{}),
+		seqs: make(map[string]uint64), txSeqs: make(map[string]uint64),
 	}
 	for _, p := range []struct {
 		stmt **sql.Stmt
 		sql  string
-	}{{&s.insertSession, insertSessionSQL}, {&s.renameSession, renameSessionSQL}, {&s.insertEvent, insertEventSQL}} {
+	}{{&s.insertSession, insertSessionSQL}, {&s.renameSession, renameSessionSQL}, {&s.insertEvent, insertEventSQL}, {&s.lastSeq, lastSeqSQL}} {
 		if *p.stmt, err = db.Prepare(p.sql); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("preparing statements on %s: %w", path, err)
 		}
 	}
 	go s.writer()
+	// Rows a crash left in recent move first: seqs then covers every
+	// session with rows in recent.
+	if err := s.move(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("opening the lab's data file %s: %w", path, err)
+	}
 	go s.checkpointer()
 	return s, nil
 }
@@ -231,6 +283,7 @@ func (s *SQLite) inTx(batch []request) error {
 	if err != nil {
 		return fmt.Errorf("beginning a transaction: %w", err)
 	}
+	clear(s.txSeqs)
 	for _, r := range batch {
 		if err := r.op(tx); err != nil {
 			tx.Rollback()
@@ -239,6 +292,13 @@ func (s *SQLite) inTx(batch []request) error {
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("committing: %w", err)
+	}
+	for id, seq := range s.txSeqs {
+		if seq == 0 {
+			delete(s.seqs, id)
+		} else {
+			s.seqs[id] = seq
+		}
 	}
 	return nil
 }
@@ -258,27 +318,69 @@ func (s *SQLite) write(ctx context.Context, op func(*sql.Tx) error) error {
 	return <-r.res
 }
 
+// eventCols are the columns events and recent share.
+const eventCols = `session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice`
+
 const (
-	insertEventSQL = `INSERT INTO events (session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertEventSQL = `INSERT INTO recent (` + eventCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	// A session with no row in recent has all of them in events.
+	lastSeqSQL = `SELECT COALESCE(MAX(seq), 0) FROM events WHERE session = ?`
 	// A session's row is written with its first event; its last activity is
 	// its newest event's time, so an append writes one row, not two.
 	insertSessionSQL = `INSERT INTO sessions (id, created) VALUES (?, ?)`
 	renameSessionSQL = `UPDATE sessions SET name = ? WHERE id = ?`
 )
 
-// checkpointer copies the write-ahead log into the database once a second,
-// beside the writer (a PASSIVE checkpoint never blocks it), so that commits
-// never wait for a checkpoint and the log stays small. It stops with Close.
+// moveChunk bounds the rows one move takes, so that appends queued behind
+// it wait for a short transaction only.
+const moveChunk = 1024
+
+// move takes recent's rows into events, oldest first, a chunk per
+// transaction through the writer, until recent is empty.
+func (s *SQLite) move() error {
+	for {
+		var moved int64
+		err := s.write(context.Background(), func(tx *sql.Tx) error {
+			var lo sql.NullInt64
+			if err := tx.QueryRow(`SELECT MIN(pos) FROM recent`).Scan(&lo); err != nil || !lo.Valid {
+				return err
+			}
+			hi := lo.Int64 + moveChunk - 1
+			res, err := tx.Exec(`INSERT INTO events (`+eventCols+`) SELECT `+eventCols+` FROM recent WHERE pos <= ? ORDER BY pos`, hi)
+			if err != nil {
+				return err
+			}
+			if moved, err = res.RowsAffected(); err != nil {
+				return err
+			}
+			_, err = tx.Exec(`DELETE FROM recent WHERE pos <= ?`, hi)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("moving recent events: %w", err)
+		}
+		if moved == 0 {
+			return nil
+		}
+	}
+}
+
+// checkpointer moves recent appends into events and copies the write-ahead
+// log into the database once a second, beside the writer (a PASSIVE
+// checkpoint never blocks it), so that commits never wait for a checkpoint
+// and the log stays small. It stops with Close.
 func (s *SQLite) checkpointer() {
 	defer close(s.cpDone)
-	tick := time.NewTicker(time.Second)
+	tick := time.NewTicker(s.every)
 	defer tick.Stop()
 	for {
 		select {
 		case <-s.quit:
 			return
 		case <-tick.C:
+			// A failure is no one's change: the rows stay in recent, where
+			// reads find them, and the next tick tries again.
+			s.move()
 			s.checkpoint()
 		}
 	}
@@ -297,6 +399,19 @@ func (s *SQLite) Append(ctx context.Context, r Record) error {
 		return err
 	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
+		last, ok := s.txSeqs[w.session]
+		if !ok {
+			last, ok = s.seqs[w.session]
+		}
+		if !ok {
+			if err := tx.Stmt(s.lastSeq).QueryRow(w.session).Scan(&last); err != nil {
+				return err
+			}
+		}
+		if uint64(w.seq) != last+1 {
+			return fmt.Errorf("seq %d, want %d", w.seq, last+1)
+		}
+		s.txSeqs[w.session] = uint64(w.seq)
 		if w.seq == 1 {
 			if _, err := tx.Stmt(s.insertSession).Exec(w.session, w.timeMs); err != nil {
 				return err
@@ -324,6 +439,10 @@ func (s *SQLite) Delete(ctx context.Context, ids []string) error {
 			if _, err := tx.Exec(`DELETE FROM events WHERE session = ?`, id); err != nil {
 				return err
 			}
+			if _, err := tx.Exec(`DELETE FROM recent WHERE session = ?`, id); err != nil {
+				return err
+			}
+			s.txSeqs[id] = 0
 			if _, err := tx.Exec(`DELETE FROM sessions WHERE id = ?`, id); err != nil {
 				return err
 			}
@@ -357,8 +476,9 @@ func (s *SQLite) Sessions(ctx context.Context) ([]Session, error) {
 	default:
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT id, name, created,
-		COALESCE((SELECT time FROM events WHERE session = sessions.id ORDER BY seq DESC LIMIT 1), created)
-		FROM sessions ORDER BY created, id`)
+		COALESCE(r.last, (SELECT time FROM events WHERE session = sessions.id ORDER BY seq DESC LIMIT 1), created)
+		FROM sessions LEFT JOIN (SELECT session, MAX(time) AS last FROM recent GROUP BY session) AS r ON r.session = sessions.id
+		ORDER BY created, id`)
 	if err != nil {
 		return nil, fmt.Errorf("listing sessions in %s: %w", s.path, err)
 	}
@@ -386,8 +506,8 @@ func (s *SQLite) Events(ctx context.Context, id string) ([]Record, error) {
 		return nil, ErrClosed
 	default:
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice
-		FROM events WHERE session = ? ORDER BY seq`, id)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+eventCols+` FROM events WHERE session = ?
+		UNION ALL SELECT `+eventCols+` FROM recent WHERE session = ? ORDER BY seq`, id, id)
 	if err != nil {
 		return nil, fmt.Errorf("reading session %s from %s: %w", id, s.path, err)
 	}
