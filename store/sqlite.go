@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -111,9 +112,18 @@ type SQLite struct {
 	db       *sql.DB
 	maxBatch int
 	every    time.Duration
-	// Appends' statements, prepared once: parsing them again on every
-	// commit cost more than the commit.
-	insertSession, renameSession, insertEvent, lastSeq *sql.Stmt
+	// wconn is the writer's own connection, and the statements prepared
+	// on it once: parsing them again on every commit cost more than the
+	// commit, BEGIN and COMMIT included (database/sql's Tx parses both each
+	// time). inserts[n] inserts n rows into recent, prepared when first
+	// needed. All are owned by the writer goroutine (and OpenSQLite before
+	// it starts); args and rows are its scratch space.
+	wconn                                 *sql.Conn
+	begin, commitTx, rollback             *sql.Stmt
+	insertSession, renameSession, lastSeq *sql.Stmt
+	inserts                               [maxInsertRows + 1]*sql.Stmt
+	args                                  []any
+	rows                                  []*row
 
 	// seqs is the last committed seq of each session appended since open,
 	// and txSeqs those of the transaction being built (0: deleted in it);
@@ -129,11 +139,18 @@ type SQLite struct {
 	closeOnce sync.Once
 }
 
-// request is one unit of write work; res receives its outcome.
+// request is one unit of write work: op, then (for an append) the row to
+// insert into recent with the batch's others in one statement; res
+// receives its outcome.
 type request struct {
-	op  func(*sql.Tx) error
+	op  func(*sql.Conn) error
+	row *row
 	res chan error // buffered, 1
 }
+
+// maxInsertRows bounds the rows of one INSERT statement (13 parameters a
+// row; SQLite allows 32766).
+const maxInsertRows = 32
 
 // OpenSQLite opens (creating it and its directory on first use) the SQLite
 // file at path, migrates it to SchemaVersion and starts its writer.
@@ -179,11 +196,20 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 		reqs: make(chan request), quit: make(chan struct{}), done: make(chan struct{}), cpDone: make(chan struct{}),
 		seqs: make(map[string]uint64), txSeqs: make(map[string]uint64),
 	}
+	if s.wconn, err = db.Conn(context.Background()); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("opening the lab's data file %s: %w", path, err)
+	}
 	for _, p := range []struct {
 		stmt **sql.Stmt
 		sql  string
-	}{{&s.insertSession, insertSessionSQL}, {&s.renameSession, renameSessionSQL}, {&s.insertEvent, insertEventSQL}, {&s.lastSeq, lastSeqSQL}} {
-		if *p.stmt, err = db.Prepare(p.sql); err != nil {
+	}{
+		// IMMEDIATE: take the write lock at BEGIN, where busy_timeout applies.
+		{&s.begin, `BEGIN IMMEDIATE`}, {&s.commitTx, `COMMIT`}, {&s.rollback, `ROLLBACK`},
+		{&s.insertSession, insertSessionSQL}, {&s.renameSession, renameSessionSQL}, {&s.lastSeq, lastSeqSQL},
+	} {
+		if *p.stmt, err = s.wconn.PrepareContext(context.Background(), p.sql); err != nil {
+			s.wconn.Close()
 			db.Close()
 			return nil, fmt.Errorf("preparing statements on %s: %w", path, err)
 		}
@@ -279,18 +305,34 @@ func (s *SQLite) commit(batch []request) {
 }
 
 func (s *SQLite) inTx(batch []request) error {
-	tx, err := s.db.BeginTx(context.Background(), nil)
-	if err != nil {
+	if _, err := s.begin.Exec(); err != nil {
 		return fmt.Errorf("beginning a transaction: %w", err)
 	}
 	clear(s.txSeqs)
+	s.rows = s.rows[:0]
 	for _, r := range batch {
-		if err := r.op(tx); err != nil {
-			tx.Rollback()
+		if r.row == nil {
+			// Any other work sees the rows appended before it.
+			if err := s.insertRows(); err != nil {
+				s.rollback.Exec()
+				return err
+			}
+		}
+		if err := r.op(s.wconn); err != nil {
+			s.rollback.Exec()
 			return err
 		}
+		if r.row != nil {
+			s.rows = append(s.rows, r.row)
+		}
 	}
-	if err := tx.Commit(); err != nil {
+	if err := s.insertRows(); err != nil {
+		s.rollback.Exec()
+		return err
+	}
+	if _, err := s.commitTx.Exec(); err != nil {
+		// A COMMIT that failed (busy) leaves the transaction open.
+		s.rollback.Exec()
 		return fmt.Errorf("committing: %w", err)
 	}
 	for id, seq := range s.txSeqs {
@@ -303,11 +345,47 @@ func (s *SQLite) inTx(batch []request) error {
 	return nil
 }
 
+// insertRows inserts s.rows into recent in arrival order, up to
+// maxInsertRows a statement (one statement per group commit, usually), and
+// empties s.rows.
+func (s *SQLite) insertRows() error {
+	defer func() { s.rows = s.rows[:0] }()
+	for rows := s.rows; len(rows) > 0; {
+		n := min(len(rows), maxInsertRows)
+		stmt := s.inserts[n]
+		if stmt == nil {
+			q := insertEventSQL + strings.Repeat(`, `+insertEventValues, n-1)
+			var err error
+			if stmt, err = s.wconn.PrepareContext(context.Background(), q); err != nil {
+				return err
+			}
+			s.inserts[n] = stmt
+		}
+		s.args = s.args[:0]
+		for _, w := range rows[:n] {
+			s.args = append(s.args, w.session, w.seq, w.timeMs, w.actor, w.kind, w.message,
+				w.msgKind, w.msgFrom, w.raw, w.keyRun, w.keyCall, w.run, w.notice)
+		}
+		_, err := stmt.Exec(s.args...)
+		clear(s.args) // drop references to the rows' text
+		if err != nil {
+			return err
+		}
+		rows = rows[n:]
+	}
+	return nil
+}
+
 // write hands op to the writer and waits for its transaction's outcome.
 // Once handed over, it waits for the commit even if ctx ends: returning
 // early would report as failed a change that may yet be stored.
-func (s *SQLite) write(ctx context.Context, op func(*sql.Tx) error) error {
-	r := request{op: op, res: make(chan error, 1)}
+func (s *SQLite) write(ctx context.Context, op func(*sql.Conn) error) error {
+	return s.send(ctx, request{op: op, res: make(chan error, 1)})
+}
+
+// send hands r to the writer and waits for its transaction's outcome, as
+// write does.
+func (s *SQLite) send(ctx context.Context, r request) error {
 	select {
 	case s.reqs <- r:
 	case <-s.quit:
@@ -322,7 +400,8 @@ func (s *SQLite) write(ctx context.Context, op func(*sql.Tx) error) error {
 const eventCols = `session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice`
 
 const (
-	insertEventSQL = `INSERT INTO recent (` + eventCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertEventValues = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertEventSQL    = `INSERT INTO recent (` + eventCols + `) VALUES ` + insertEventValues
 	// A session with no row in recent has all of them in events.
 	lastSeqSQL = `SELECT COALESCE(MAX(seq), 0) FROM events WHERE session = ?`
 	// A session's row is written with its first event; its last activity is
@@ -340,20 +419,21 @@ const moveChunk = 1024
 func (s *SQLite) move() error {
 	for {
 		var moved int64
-		err := s.write(context.Background(), func(tx *sql.Tx) error {
+		err := s.write(context.Background(), func(c *sql.Conn) error {
+			ctx := context.Background()
 			var lo sql.NullInt64
-			if err := tx.QueryRow(`SELECT MIN(pos) FROM recent`).Scan(&lo); err != nil || !lo.Valid {
+			if err := c.QueryRowContext(ctx, `SELECT MIN(pos) FROM recent`).Scan(&lo); err != nil || !lo.Valid {
 				return err
 			}
 			hi := lo.Int64 + moveChunk - 1
-			res, err := tx.Exec(`INSERT INTO events (`+eventCols+`) SELECT `+eventCols+` FROM recent WHERE pos <= ? ORDER BY pos`, hi)
+			res, err := c.ExecContext(ctx, `INSERT INTO events (`+eventCols+`) SELECT `+eventCols+` FROM recent WHERE pos <= ? ORDER BY pos`, hi)
 			if err != nil {
 				return err
 			}
 			if moved, err = res.RowsAffected(); err != nil {
 				return err
 			}
-			_, err = tx.Exec(`DELETE FROM recent WHERE pos <= ?`, hi)
+			_, err = c.ExecContext(ctx, `DELETE FROM recent WHERE pos <= ?`, hi)
 			return err
 		})
 		if err != nil {
@@ -398,13 +478,15 @@ func (s *SQLite) Append(ctx context.Context, r Record) error {
 	if err != nil {
 		return err
 	}
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	// The writer checks the seq and writes the session's row here, then
+	// inserts w with the rest of its batch.
+	err = s.send(ctx, request{row: &w, res: make(chan error, 1), op: func(c *sql.Conn) error {
 		last, ok := s.txSeqs[w.session]
 		if !ok {
 			last, ok = s.seqs[w.session]
 		}
 		if !ok {
-			if err := tx.Stmt(s.lastSeq).QueryRow(w.session).Scan(&last); err != nil {
+			if err := s.lastSeq.QueryRow(w.session).Scan(&last); err != nil {
 				return err
 			}
 		}
@@ -413,19 +495,17 @@ func (s *SQLite) Append(ctx context.Context, r Record) error {
 		}
 		s.txSeqs[w.session] = uint64(w.seq)
 		if w.seq == 1 {
-			if _, err := tx.Stmt(s.insertSession).Exec(w.session, w.timeMs); err != nil {
+			if _, err := s.insertSession.Exec(w.session, w.timeMs); err != nil {
 				return err
 			}
 		}
 		if r.Event.Kind == model.Renamed {
-			if _, err := tx.Stmt(s.renameSession).Exec(r.Event.Name, w.session); err != nil {
+			if _, err := s.renameSession.Exec(r.Event.Name, w.session); err != nil {
 				return err
 			}
 		}
-		_, err := tx.Stmt(s.insertEvent).Exec(w.session, w.seq, w.timeMs, w.actor, w.kind, w.message,
-			w.msgKind, w.msgFrom, w.raw, w.keyRun, w.keyCall, w.run, w.notice)
-		return err
-	})
+		return nil
+	}})
 	if err != nil {
 		return fmt.Errorf("appending session %s seq %d to %s: %w", r.Session, r.Seq, s.path, err)
 	}
@@ -434,16 +514,16 @@ func (s *SQLite) Append(ctx context.Context, r Record) error {
 
 // Delete removes the sessions with their events, in one transaction.
 func (s *SQLite) Delete(ctx context.Context, ids []string) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(c *sql.Conn) error {
 		for _, id := range ids {
-			if _, err := tx.Exec(`DELETE FROM events WHERE session = ?`, id); err != nil {
+			if _, err := c.ExecContext(context.Background(), `DELETE FROM events WHERE session = ?`, id); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(`DELETE FROM recent WHERE session = ?`, id); err != nil {
+			if _, err := c.ExecContext(context.Background(), `DELETE FROM recent WHERE session = ?`, id); err != nil {
 				return err
 			}
 			s.txSeqs[id] = 0
-			if _, err := tx.Exec(`DELETE FROM sessions WHERE id = ?`, id); err != nil {
+			if _, err := c.ExecContext(context.Background(), `DELETE FROM sessions WHERE id = ?`, id); err != nil {
 				return err
 			}
 		}
@@ -458,8 +538,8 @@ func (s *SQLite) Delete(ctx context.Context, ids []string) error {
 // Ready commits a write that changes nothing: it fails when the file is
 // read-only, locked by another process, or the disk is full.
 func (s *SQLite) Ready(ctx context.Context) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`UPDATE schema_version SET version = version`)
+	err := s.write(ctx, func(c *sql.Conn) error {
+		_, err := c.ExecContext(context.Background(), `UPDATE schema_version SET version = version`)
 		return err
 	})
 	if err != nil {
@@ -537,6 +617,7 @@ func (s *SQLite) Close() error {
 		close(s.quit)
 		<-s.done
 		<-s.cpDone
+		s.wconn.Close() // the writer has exited
 		s.checkpoint()
 		err = s.db.Close()
 	})
