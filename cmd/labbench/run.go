@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -233,6 +234,8 @@ func (b *bench) run(ctx context.Context, stdout io.Writer) error {
 				if err != nil {
 					return fmt.Errorf("%s on %s: %w", sc, t.name, err)
 				}
+				// Each rep's figures, for judging the medians' spread.
+				fmt.Fprintf(b.stderr, "  %s\n", m)
 				res.add(sc, t.name, m)
 			}
 		}
@@ -292,6 +295,18 @@ func (b *bench) measure(ctx context.Context, sc string, t target) (m metrics, er
 		return metrics{"last-tab p50 ms": r.last.ms(50), "last-tab p99 ms": r.last.ms(99), "ops": float64(r.sender.len())}, nil
 	}
 	return nil, fmt.Errorf("unknown scenario %q", sc)
+}
+
+func (m metrics) String() string {
+	keys := slices.Sorted(maps.Keys(m))
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %.3g", k, m[k])
+	}
+	return b.String()
 }
 
 // results are every measurement, by scenario, then server.
