@@ -62,8 +62,8 @@ func (s *SQLite) closed() bool {
 
 // CreateClass stores a new class.
 func (s *SQLite) CreateClass(ctx context.Context, c Class) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO classes (id, code, title, is_open, key_hash, created) VALUES (?, ?, ?, ?, ?, ?)`,
+	err := s.write(ctx, func(tx *sql.Conn) error {
+		_, err := tx.ExecContext(context.Background(), `INSERT INTO classes (id, code, title, is_open, key_hash, created) VALUES (?, ?, ?, ?, ?, ?)`,
 			c.ID, c.Code, c.Title, c.Open, c.KeyHash[:], c.Created.UnixMilli())
 		if uniqueViolation(err, "classes.code") {
 			return ErrCodeTaken
@@ -161,8 +161,8 @@ func changed(res sql.Result, err error) error {
 
 // SetClassOpen closes or reopens a class.
 func (s *SQLite) SetClassOpen(ctx context.Context, id string, open bool, code string) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		err := changed(tx.Exec(`UPDATE classes SET is_open = ?, code = ? WHERE id = ?`, open, code, id))
+	err := s.write(ctx, func(tx *sql.Conn) error {
+		err := changed(tx.ExecContext(context.Background(), `UPDATE classes SET is_open = ?, code = ? WHERE id = ?`, open, code, id))
 		if uniqueViolation(err, "classes.code") {
 			return ErrCodeTaken
 		}
@@ -176,11 +176,11 @@ func (s *SQLite) SetClassOpen(ctx context.Context, id string, open bool, code st
 
 // SetClassKey replaces the class key and ends the class's logins.
 func (s *SQLite) SetClassKey(ctx context.Context, id string, keyHash [32]byte) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		if err := changed(tx.Exec(`UPDATE classes SET key_hash = ? WHERE id = ?`, keyHash[:], id)); err != nil {
+	err := s.write(ctx, func(tx *sql.Conn) error {
+		if err := changed(tx.ExecContext(context.Background(), `UPDATE classes SET key_hash = ? WHERE id = ?`, keyHash[:], id)); err != nil {
 			return err
 		}
-		_, err := tx.Exec(`DELETE FROM logins WHERE class = ?`, id)
+		_, err := tx.ExecContext(context.Background(), `DELETE FROM logins WHERE class = ?`, id)
 		return err
 	})
 	if err != nil {
@@ -192,9 +192,9 @@ func (s *SQLite) SetClassKey(ctx context.Context, id string, keyHash [32]byte) e
 // DeleteClass deletes the class with its members, sessions, events and logins.
 func (s *SQLite) DeleteClass(ctx context.Context, id string) ([]string, error) {
 	var sessions []string
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *sql.Conn) error {
 		sessions = sessions[:0] // a retried transaction starts again
-		rows, err := tx.Query(`SELECT session FROM members WHERE class = ? ORDER BY joined, session`, id)
+		rows, err := tx.QueryContext(context.Background(), `SELECT session FROM members WHERE class = ? ORDER BY joined, session`, id)
 		if err != nil {
 			return err
 		}
@@ -210,16 +210,17 @@ func (s *SQLite) DeleteClass(ctx context.Context, id string) ([]string, error) {
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		if err := changed(tx.Exec(`DELETE FROM classes WHERE id = ?`, id)); err != nil {
+		if err := changed(tx.ExecContext(context.Background(), `DELETE FROM classes WHERE id = ?`, id)); err != nil {
 			return err
 		}
 		for _, q := range []string{
 			`DELETE FROM events WHERE session IN (SELECT session FROM members WHERE class = ?)`,
+			`DELETE FROM recent WHERE session IN (SELECT session FROM members WHERE class = ?)`, // appends not yet moved (sqlite.go)
 			`DELETE FROM sessions WHERE id IN (SELECT session FROM members WHERE class = ?)`,
 			`DELETE FROM members WHERE class = ?`,
 			`DELETE FROM logins WHERE class = ?`,
 		} {
-			if _, err := tx.Exec(q, id); err != nil {
+			if _, err := tx.ExecContext(context.Background(), q, id); err != nil {
 				return err
 			}
 		}
@@ -233,9 +234,9 @@ func (s *SQLite) DeleteClass(ctx context.Context, id string) ([]string, error) {
 
 // AddMember stores a member of an open class under a name not taken in it.
 func (s *SQLite) AddMember(ctx context.Context, m Member) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *sql.Conn) error {
 		var open bool
-		switch err := tx.QueryRow(`SELECT is_open FROM classes WHERE id = ?`, m.Class).Scan(&open); {
+		switch err := tx.QueryRowContext(context.Background(), `SELECT is_open FROM classes WHERE id = ?`, m.Class).Scan(&open); {
 		case errors.Is(err, sql.ErrNoRows):
 			return ErrNotFound
 		case err != nil:
@@ -243,7 +244,7 @@ func (s *SQLite) AddMember(ctx context.Context, m Member) error {
 		case !open:
 			return ErrClassClosed
 		}
-		_, err := tx.Exec(`INSERT INTO members (session, class, name, name_key, joined) VALUES (?, ?, ?, ?, ?)`,
+		_, err := tx.ExecContext(context.Background(), `INSERT INTO members (session, class, name, name_key, joined) VALUES (?, ?, ?, ?, ?)`,
 			m.Session, m.Class, m.Name, NameKey(m.Name), m.Joined.UnixMilli())
 		if uniqueViolation(err, "members.name_key") {
 			return ErrNameTaken
@@ -258,9 +259,9 @@ func (s *SQLite) AddMember(ctx context.Context, m Member) error {
 
 // RemoveMembers forgets the sessions' memberships.
 func (s *SQLite) RemoveMembers(ctx context.Context, sessions []string) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *sql.Conn) error {
 		for _, id := range sessions {
-			if _, err := tx.Exec(`DELETE FROM members WHERE session = ?`, id); err != nil {
+			if _, err := tx.ExecContext(context.Background(), `DELETE FROM members WHERE session = ?`, id); err != nil {
 				return err
 			}
 		}
@@ -301,15 +302,15 @@ func (s *SQLite) Members(ctx context.Context) ([]Member, error) {
 // SaveLogin stores a login after dropping expired ones and, past keep, the
 // soonest to expire.
 func (s *SQLite) SaveLogin(ctx context.Context, l Login, now time.Time, keep int) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.Exec(`DELETE FROM logins WHERE expires <= ?`, now.UnixMilli()); err != nil {
+	err := s.write(ctx, func(tx *sql.Conn) error {
+		if _, err := tx.ExecContext(context.Background(), `DELETE FROM logins WHERE expires <= ?`, now.UnixMilli()); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(`DELETE FROM logins WHERE id_hash IN (SELECT id_hash FROM logins ORDER BY expires, id_hash
+		if _, err := tx.ExecContext(context.Background(), `DELETE FROM logins WHERE id_hash IN (SELECT id_hash FROM logins ORDER BY expires, id_hash
 			LIMIT MAX(0, (SELECT COUNT(*) FROM logins) - ?))`, max(keep-1, 0)); err != nil {
 			return err
 		}
-		_, err := tx.Exec(`INSERT INTO logins (id_hash, class, credential, expires) VALUES (?, ?, ?, ?)`,
+		_, err := tx.ExecContext(context.Background(), `INSERT INTO logins (id_hash, class, credential, expires) VALUES (?, ?, ?, ?)`,
 			l.IDHash[:], l.Class, l.Credential[:], l.Expires.UnixMilli())
 		return err
 	})
@@ -342,8 +343,8 @@ func (s *SQLite) Login(ctx context.Context, idHash [32]byte) (Login, error) {
 
 // DeleteLogin ends one login.
 func (s *SQLite) DeleteLogin(ctx context.Context, idHash [32]byte) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`DELETE FROM logins WHERE id_hash = ?`, idHash[:])
+	err := s.write(ctx, func(tx *sql.Conn) error {
+		_, err := tx.ExecContext(context.Background(), `DELETE FROM logins WHERE id_hash = ?`, idHash[:])
 		return err
 	})
 	if err != nil {
