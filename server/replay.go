@@ -24,6 +24,9 @@ type Store interface {
 	Delete(ctx context.Context, ids []string) error
 	// Ready reports whether the store takes writes now.
 	Ready(ctx context.Context) error
+	// Classes keeps classes, their members and console logins
+	// (docs/classes.md).
+	store.Classes
 }
 
 // Listener is a Store that several replicas share: it tells of every

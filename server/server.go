@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html/template"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -27,8 +28,9 @@ import (
 // or goroutines; Start loads the stored sessions and starts the janitor;
 // Shutdown or Restart closes the WebSockets and stops the janitor.
 //
-// Ownership: mu guards sessions, conns, closing, closeWith, started, janitor,
-// listener, admitted and each session's expiring flag and admitted count. Each session
+// Ownership: mu guards sessions, classOf, conns, closing, closeWith,
+// started, janitor, listener, admitted and each session's expiring flag and
+// admitted count. Each session
 // guards its own state (see session); each conn its outbox (see conn); the
 // overview and instructorAuth have their own locks. Lock order is Server.mu,
 // then session.mu, then conn.mu; no I/O happens under any of them.
@@ -44,9 +46,14 @@ type Server struct {
 	loginLimiter              *rate.Limiter // safe for concurrent use
 	// overview sends the class table to instructors; it has its own lock.
 	overview *overview
+	// projectorHTML is a class's projector page; joinTmpl the join pages.
+	projectorHTML []byte
+	joinTmpl      *template.Template
+	joinLimiter   *addrLimiter // has its own lock
 
 	mu        sync.Mutex
 	sessions  map[string]*session
+	classOf   map[string]string // session -> the class it joined; open-lab sessions are absent
 	conns     map[*conn]struct{}
 	closing   bool
 	closeWith closeReason // how open and late connections are closed once closing
@@ -77,19 +84,35 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the login page: %w", err)
 	}
+	projectorHTML, err := fs.ReadFile(static.Files, "projector.html")
+	if err != nil {
+		return nil, fmt.Errorf("reading the projector page: %w", err)
+	}
+	joinSrc, err := fs.ReadFile(static.Files, "join.html")
+	if err != nil {
+		return nil, fmt.Errorf("reading the join page: %w", err)
+	}
+	joinTmpl, err := parseJoinTemplate(joinSrc)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
 		cfg:            cfg,
 		log:            cfg.Logger,
 		page:           page,
 		instructorHTML: instructorHTML,
 		loginHTML:      loginHTML,
+		projectorHTML:  projectorHTML,
+		joinTmpl:       joinTmpl,
+		joinLimiter:    newAddrLimiter(cfg.Now),
+		classOf:        make(map[string]string),
 		auth:           newInstructorAuth(cfg.InstructorToken),
 		loginLimiter:   newLoginLimiter(),
 		sessions:       make(map[string]*session),
 		conns:          make(map[*conn]struct{}),
 	}
 	s.metrics = newMetrics(s.sessionCount)
-	s.overview = newOverview(s.rows)
+	s.overview = newOverview(s.rowsIn)
 	s.echo = s.routes()
 	return s, nil
 }
@@ -127,12 +150,22 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 		return err
 	}
+	classOf, err := s.loadMembers(ctx, loaded)
+	if err != nil {
+		if ln != nil {
+			ln.stop()
+		}
+		return err
+	}
 	s.mu.Lock()
 	for _, sess := range loaded {
 		// A session already held was heard of while loading: it is newer.
 		if _, ok := s.sessions[sess.id]; !ok {
 			s.sessions[sess.id] = sess
 		}
+	}
+	for id, class := range classOf {
+		s.classOf[id] = class
 	}
 	closing := s.closing
 	if !closing {

@@ -50,6 +50,7 @@ var pgMigrations = [][]string{
 			PRIMARY KEY (session, seq)
 		)`,
 	},
+	2: pgClassesSchema, // store/postgres_classes.go
 }
 
 // pgChannel is the LISTEN/NOTIFY channel every append notifies, with the
