@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"math"
 	"sync/atomic"
 	"time"
@@ -88,9 +89,18 @@ func (ln *listener) stop() {
 
 // heard is told that another replica (or this one) stored seq of session
 // id: a session this replica holds catches up to it, one it does not is
-// read from the log, so instructors here see sessions made elsewhere.
+// read from the log, so instructors here see sessions made elsewhere. Seq
+// 0 says that a replica deleted the session: its tabs here are closed, as
+// they would be on that replica, and it is forgotten.
 func (s *Server) heard(ctx context.Context, id string, seq uint64) {
 	sess, ok := s.find(id)
+	if seq == 0 {
+		if ok {
+			s.closeTabs([]*session{sess})
+			s.forget([]string{id})
+		}
+		return
+	}
 	if !ok {
 		if sess = s.discover(ctx, id); sess == nil {
 			return
@@ -120,6 +130,11 @@ func (s *Server) discover(ctx context.Context, id string) *session {
 		s.log.Warn("reading a session from the store", "session", id, "err", err)
 		return nil
 	}
+	member, err := s.cfg.Store.MemberOf(ctx, id)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		s.log.Warn("reading a session's class from the store", "session", id, "err", err)
+		return nil
+	}
 	s.mu.Lock()
 	if held, ok := s.sessions[id]; ok {
 		s.mu.Unlock()
@@ -130,6 +145,9 @@ func (s *Server) discover(ctx context.Context, id string) *session {
 		return nil
 	}
 	s.sessions[id] = sess
+	if member.Class != "" {
+		s.classOf[id] = member.Class
+	}
 	s.mu.Unlock()
 	s.overview.mark()
 	return sess

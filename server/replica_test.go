@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 	"github.com/jackc/pgx/v5"
@@ -237,4 +239,37 @@ func metricValue(t *testing.T, lab *server.Server, name string) float64 {
 	}
 	t.Fatalf("no metric %s", name)
 	return 0
+}
+
+// TestReplicaClasses: a class made on replica A; a student joins it on B.
+// A lists the student's session in the class; deleting it on A closes the
+// student's tab on B (4001) and B forgets the session.
+func TestReplicaClasses(t *testing.T) {
+	t.Parallel()
+	labs, tss, _ := replicas(t, 2)
+	a, b := tss[0], tss[1]
+	cl := createClass(t, a, "Section 2")
+	status, loc, page := joinAs(t, browserClient(t, "127.0.0.2"), b, cl.Code, "Grace")
+	m := labPath.FindStringSubmatch(loc)
+	if status != http.StatusSeeOther || m == nil {
+		t.Fatalf("joining on B: %d %q %s", status, loc, page)
+	}
+	id := m[1]
+	tab, first := dial(t, b, id)
+	if first.Name != "Grace" {
+		t.Fatalf("the member's first state: %s", first.raw)
+	}
+	waitFor(t, func() bool {
+		_, out := callJSON(t, a, "GET", "/api/classes/"+cl.ID, testToken, "")
+		return len(out.Sessions) == 1 && out.Sessions[0].ID == id && out.Sessions[0].Name == "Grace"
+	})
+	if status, out := callJSON(t, a, "DELETE", "/api/sessions/"+id, testToken, ""); status != 200 || !slices.Equal(out.Deleted, []string{id}) {
+		t.Fatalf("deleting on A: %d %+v", status, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, _, err := tab.ws.Read(ctx); websocket.CloseStatus(err) != 4001 {
+		t.Fatalf("the tab on B: %v, want close 4001", err)
+	}
+	waitFor(t, func() bool { return !slices.Contains(labs[1].SessionIDs(), id) })
 }

@@ -127,6 +127,12 @@ func TestMembers(t *testing.T) {
 			if got, err := s.Members(ctx); err != nil || !reflect.DeepEqual(got, []Member{ada, bob, ada2}) {
 				t.Fatalf("Members = %v %+v", err, got)
 			}
+			if got, err := s.MemberOf(ctx, "s2"); err != nil || got != bob {
+				t.Fatalf("MemberOf(s2) = %v %+v, want %+v", err, got, bob)
+			}
+			if _, err := s.MemberOf(ctx, "s4"); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("MemberOf a session that joined nothing: %v, want ErrNotFound", err)
+			}
 
 			// Deleting a session frees its name.
 			for _, sid := range []string{"s1", "s2", "s3"} {

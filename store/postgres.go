@@ -191,16 +191,23 @@ func (s *Postgres) Append(ctx context.Context, r Record) error {
 	return nil
 }
 
-// Delete removes the sessions with their events, in one statement.
+// Delete removes the sessions with their events, in one (implicit)
+// transaction, and notifies each as seq 0: other replicas drop them.
 func (s *Postgres) Delete(ctx context.Context, ids []string) error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	if _, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE id = ANY($1)`, ids); err != nil {
+	b := &pgx.Batch{}
+	b.Queue(`DELETE FROM sessions WHERE id = ANY($1)`, ids)
+	b.Queue(notifyDeletedSQL, pgChannel, ids)
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("deleting %d sessions from %s: %w", len(ids), s.name, err)
 	}
 	return nil
 }
+
+// notifyDeletedSQL notifies each deleted session ($2) as "<session> 0".
+const notifyDeletedSQL = `SELECT pg_notify($1, id || ' 0') FROM unnest($2::text[]) AS id`
 
 // Ready commits a write that changes nothing: it fails when the database is
 // unreachable or read-only (a standby).
@@ -273,9 +280,9 @@ func (s *Postgres) EventsAfter(ctx context.Context, id string, after uint64) ([]
 }
 
 // Listen calls notify with the session and seq of every append committed
-// to the database, by any replica, from the moment it calls ready until
-// ctx ends (it then returns nil) or its connection fails (it returns the
-// error; call it again). Between a failure and the next ready, appends go
+// to the database, by any replica, and with seq 0 for every session
+// deleted, from the moment it calls ready until ctx ends (it then returns
+// nil) or its connection fails (it returns the error; call it again). Between a failure and the next ready, appends go
 // unheard: whoever calls it catches up after ready. notify and ready run
 // in Listen's goroutine, one at a time.
 func (s *Postgres) Listen(ctx context.Context, ready func(), notify func(session string, seq uint64)) error {

@@ -206,7 +206,8 @@ func (s *Postgres) DeleteClass(ctx context.Context, id string) ([]string, error)
 				return err
 			}
 		}
-		return nil
+		_, err = tx.Exec(ctx, notifyDeletedSQL, pgChannel, sessions)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("deleting class %s from %s: %w", id, s.name, err)
@@ -274,6 +275,24 @@ func (s *Postgres) Members(ctx context.Context) ([]Member, error) {
 		return nil, fmt.Errorf("listing members in %s: %w", s.name, err)
 	}
 	return out, nil
+}
+
+// MemberOf returns one session's membership.
+func (s *Postgres) MemberOf(ctx context.Context, session string) (Member, error) {
+	if err := s.check(); err != nil {
+		return Member{}, err
+	}
+	m := Member{Session: session}
+	var joined int64
+	err := s.pool.QueryRow(ctx, `SELECT class, name, joined FROM members WHERE session = $1`, session).Scan(&m.Class, &m.Name, &joined)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Member{}, ErrNotFound
+	}
+	if err != nil {
+		return Member{}, fmt.Errorf("reading the membership of %s from %s: %w", session, s.name, err)
+	}
+	m.Joined = time.UnixMilli(joined).UTC()
+	return m, nil
 }
 
 // SaveLogin stores a login after dropping expired ones and, past keep, the

@@ -374,8 +374,9 @@ func TestPostgresReopensAndRefusesNewer(t *testing.T) {
 }
 
 // TestPostgresListen: every committed append, from any store on the
-// database, is heard as (session, seq); a refused one is not; a session
-// another replica deleted takes no append but a new first one.
+// database, is heard as (session, seq); a refused one is not; a deletion is
+// heard as seq 0; a session another replica deleted takes no append but a
+// new first one.
 func TestPostgresListen(t *testing.T) {
 	t.Parallel()
 	url := pgtest.Database(t)
@@ -410,7 +411,7 @@ func TestPostgresListen(t *testing.T) {
 	if err := b.Append(ctx, recs[1]); !errors.Is(err, ErrSeqTaken) {
 		t.Fatalf("taken seq: %v", err)
 	}
-	if err := b.Delete(ctx, []string{"s"}); err != nil {
+	if err := b.Delete(ctx, []string{"s", "unknown"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Append(ctx, recs[3]); err == nil || errors.Is(err, ErrSeqTaken) {
@@ -420,7 +421,7 @@ func TestPostgresListen(t *testing.T) {
 		t.Fatalf("a new first append after delete: %v", err)
 	}
 	var got []string
-	for len(got) < 4 {
+	for len(got) < 6 {
 		select {
 		case h := <-heard:
 			got = append(got, h)
@@ -428,7 +429,7 @@ func TestPostgresListen(t *testing.T) {
 			t.Fatalf("heard only %q", got)
 		}
 	}
-	if want := []string{"s 1", "s 2", "s 3", "s 1"}; !reflect.DeepEqual(got, want) {
+	if want := []string{"s 1", "s 2", "s 3", "s 0", "unknown 0", "s 1"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("heard %q, want %q", got, want)
 	}
 	cancel()
