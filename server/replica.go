@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -23,12 +24,22 @@ import (
 //
 // Ownership: Start starts it (startListener) and keeps it in
 // Server.listener; Shutdown and Restart stop it (stop cancels and waits
-// for done). Its goroutine drains sessions it hears of (session.notify),
-// taking the locks it needs; connected is its own, read by Ready.
+// for done, then for drains). Its goroutine reads sessions it has not
+// heard of and starts a drainer for each session it hears of
+// (session.notify), counted in drains; each drainer exits once its
+// session has caught up and its inbox is empty. connected is its own, read
+// by Ready.
 type listener struct {
 	cancel    context.CancelFunc
 	done      chan struct{} // closed when the goroutine has returned
 	connected atomic.Bool   // listening now: notifications are heard
+	drains    sync.WaitGroup
+}
+
+// isListener reports whether st is shared with other replicas.
+func isListener(st Store) bool {
+	_, ok := st.(Listener)
+	return ok
 }
 
 // listenRetry bounds the wait before listening again after a failure.
@@ -54,8 +65,8 @@ func (s *Server) startListener(l Listener) (*listener, error) {
 					first <- nil
 					return
 				}
-				s.resync(ctx)
-			}, func(id string, seq uint64) { s.heard(ctx, id, seq) })
+				s.resync(ctx, ln)
+			}, func(id string, seq uint64) { s.heard(ctx, ln, id, seq) })
 			ln.connected.Store(false)
 			if firstReady {
 				first <- err
@@ -85,6 +96,7 @@ func (s *Server) startListener(l Listener) (*listener, error) {
 func (ln *listener) stop() {
 	ln.cancel()
 	<-ln.done
+	ln.drains.Wait()
 }
 
 // heard is told that another replica (or this one) stored seq of session
@@ -92,7 +104,7 @@ func (ln *listener) stop() {
 // read from the log, so instructors here see sessions made elsewhere. Seq
 // 0 says that a replica deleted the session: its tabs here are closed, as
 // they would be on that replica, and it is forgotten.
-func (s *Server) heard(ctx context.Context, id string, seq uint64) {
+func (s *Server) heard(ctx context.Context, ln *listener, id string, seq uint64) {
 	sess, ok := s.find(id)
 	if seq == 0 {
 		if ok {
@@ -106,7 +118,7 @@ func (s *Server) heard(ctx context.Context, id string, seq uint64) {
 			return
 		}
 	}
-	sess.notify(seq)
+	sess.notify(seq, &ln.drains)
 }
 
 // discover reads a session the server does not hold from the store and
@@ -156,9 +168,9 @@ func (s *Server) discover(ctx context.Context, id string) *session {
 // resync runs after listening again: changes stored while nobody listened
 // went unheard, so every held session looks in the log, and sessions
 // created meanwhile are read.
-func (s *Server) resync(ctx context.Context) {
+func (s *Server) resync(ctx context.Context, ln *listener) {
 	for _, sess := range s.allSessions() {
-		sess.notify(math.MaxUint64)
+		sess.notify(math.MaxUint64, &ln.drains)
 	}
 	infos, err := s.cfg.Store.Sessions(ctx)
 	if err != nil {

@@ -33,6 +33,7 @@ type session struct {
 	limits  model.Limits
 	metrics *metrics
 	store   Store
+	shared  bool // other replicas change the store too (it is a Listener)
 	now     func() time.Time
 	changed func()
 
@@ -67,6 +68,7 @@ func newSession(id string, cfg *Config, m *metrics, changed func()) *session {
 	now := cfg.Now()
 	s := &session{
 		id: id, limits: cfg.Limits, metrics: m, store: cfg.Store, now: cfg.Now, changed: changed,
+		shared: isListener(cfg.Store),
 		conns: make(map[*conn]struct{}), watchers: make(map[*conn]struct{}),
 		lab: model.NewLab(), enc: stateEncoder{session: id}, lastActive: now,
 	}
@@ -138,9 +140,11 @@ func (s *session) submit(p pending) {
 
 // notify tells the session that the log holds seq (another replica's
 // change, or a resync's "look": math.MaxUint64) and, if nobody is
-// draining it, catches up in the calling goroutine. It never waits in the
-// inbox, so a busy session cannot lose it.
-func (s *session) notify(seq uint64) {
+// draining it, starts a drainer in drains (the listener's, which waits for
+// them when it stops), so that one session's catching up never holds up
+// the notifications of others. It never waits in the inbox, so a busy
+// session cannot lose it.
+func (s *session) notify(seq uint64, drains *sync.WaitGroup) {
 	s.mu.Lock()
 	s.heard = max(s.heard, seq)
 	if s.draining {
@@ -149,7 +153,7 @@ func (s *session) notify(seq uint64) {
 	}
 	s.draining = true
 	s.mu.Unlock()
-	s.drain()
+	drains.Go(s.drain)
 }
 
 // drain applies the inbox in order, first catching up with any seq another
@@ -201,12 +205,20 @@ const maxConflicts = 32
 func (s *session) apply(p pending) {
 	for conflicts := 0; ; conflicts++ {
 		ev, err := s.lab.Decide(p.cmd, s.limits)
-		if err != nil {
-			s.refuse(p, err)
-			return
+		var notice, run string
+		if err == nil {
+			notice, run, err = s.lab.Preview(ev)
 		}
-		notice, run, err := s.lab.Preview(ev)
 		if err != nil {
+			// With other replicas a refusal is final only once the
+			// session has caught up: the command may name what another
+			// replica has just stored (a message queued from a tab there).
+			if s.shared && conflicts < maxConflicts {
+				seq := s.lab.Seq()
+				if s.catchUp() == nil && s.lab.Seq() > seq {
+					continue
+				}
+			}
 			s.refuse(p, err)
 			return
 		}

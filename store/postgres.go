@@ -85,6 +85,12 @@ func OpenPostgres(ctx context.Context, rawURL string) (*Postgres, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the database address %s: %w", name, err)
 	}
+	if !strings.Contains(rawURL, "pool_max_conns=") {
+		// pgxpool's default, max(4, CPUs), makes a class's appends queue
+		// for a connection on a small machine: each append holds one for
+		// a round trip. The URL's pool_max_conns wins.
+		cfg.MaxConns = defaultPoolConns
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", name, err)
@@ -323,6 +329,11 @@ func (s *Postgres) Listen(ctx context.Context, ready func(), notify func(session
 		notify(id, seq)
 	}
 }
+
+// defaultPoolConns is each replica's pool size unless the URL sets
+// pool_max_conns: PostgreSQL's default max_connections (100) then holds
+// three replicas and a listener each.
+const defaultPoolConns = 25
 
 // listenPing is how long a quiet listening connection waits before it
 // checks that the database is still there.
