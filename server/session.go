@@ -69,7 +69,7 @@ func newSession(id string, cfg *Config, m *metrics, changed func()) *session {
 	s := &session{
 		id: id, limits: cfg.Limits, metrics: m, store: cfg.Store, now: cfg.Now, changed: changed,
 		shared: isListener(cfg.Store),
-		conns: make(map[*conn]struct{}), watchers: make(map[*conn]struct{}),
+		conns:  make(map[*conn]struct{}), watchers: make(map[*conn]struct{}),
 		lab: model.NewLab(), enc: stateEncoder{session: id}, lastActive: now,
 	}
 	frame, v := s.enc.frame(s.lab)
