@@ -67,9 +67,8 @@ type pending struct {
 func newSession(id string, cfg *Config, m *metrics, changed func()) *session {
 	now := cfg.Now()
 	s := &session{
-		id: id, limits: cfg.Limits, metrics: m, store: cfg.Store, now: cfg.Now, changed: changed,
-		shared: isListener(cfg.Store),
-		conns:  make(map[*conn]struct{}), watchers: make(map[*conn]struct{}),
+		id: id, limits: cfg.Limits, metrics: m, store: cfg.Store, shared: isListener(cfg.Store), now: cfg.Now, changed: changed,
+		conns: make(map[*conn]struct{}), watchers: make(map[*conn]struct{}),
 		lab: model.NewLab(), enc: stateEncoder{session: id}, lastActive: now,
 	}
 	frame, v := s.enc.frame(s.lab)
