@@ -443,10 +443,11 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	}
 	served := make(chan error, 1)
 	go func() { served <- httpServer.Serve(ln) }()
-	fmt.Fprintf(stdout, "Tool-call Outcomes Lab: students open %s\n", publicURL(ln.Addr()))
-	// Printed once, to stdout only (never to the log), like Jupyter's token.
-	fmt.Fprintf(stdout, "Instructor console: %sinstructor\n", publicURL(ln.Addr()))
-	fmt.Fprintf(stdout, "Classes: students join at %s/join (set -public-url if they cannot reach it)\n", scfg.PublicURL)
+	// Students need an address they can reach (the LAN address or
+	// -public-url), never localhost; the console is opened on this machine.
+	fmt.Fprintf(stdout, "Tool-call Outcomes Lab: students open %s/\n", strings.TrimSuffix(scfg.PublicURL, "/"))
+	fmt.Fprintf(stdout, "Classes: students join at %s/join (set -public-url if they cannot reach it)\n", strings.TrimSuffix(scfg.PublicURL, "/"))
+	fmt.Fprintf(stdout, "Instructor console: %sinstructor (on this machine)\n", publicURL(ln.Addr()))
 	if generated {
 		fmt.Fprintf(stdout, "Instructor token (generated; set -instructor-token or LAB_INSTRUCTOR_TOKEN to choose one): %s\n", scfg.InstructorToken)
 	}
