@@ -212,7 +212,7 @@ func TestReplicaHearsAgain(t *testing.T) {
 	}
 	defer admin.Close(context.Background())
 	var cut int
-	if err := admin.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN lab_events'`).Scan(&cut); err != nil || cut != 2 {
+	if err := admin.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1`, store.ListenerName).Scan(&cut); err != nil || cut != 2 {
 		t.Fatalf("cut %d listeners: %v", cut, err)
 	}
 	f := onB.do(`{"type":"queueDeadline"}`)

@@ -295,7 +295,10 @@ func (s *Postgres) Listen(ctx context.Context, ready func(), notify func(session
 	if err := s.check(); err != nil {
 		return err
 	}
-	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
+	cfg := s.pool.Config().ConnConfig.Copy()
+	// Named, so that operators (and tests) tell it apart in pg_stat_activity.
+	cfg.RuntimeParams["application_name"] = ListenerName
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return listenError(ctx, fmt.Errorf("listening to %s: %w", s.name, err))
 	}
@@ -334,6 +337,10 @@ func (s *Postgres) Listen(ctx context.Context, ready func(), notify func(session
 // pool_max_conns: PostgreSQL's default max_connections (100) then holds
 // three replicas and a listener each.
 const defaultPoolConns = 25
+
+// ListenerName is the application_name of each replica's listening
+// connection.
+const ListenerName = "lab listener"
 
 // listenPing is how long a quiet listening connection waits before it
 // checks that the database is still there.
