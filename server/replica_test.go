@@ -273,3 +273,30 @@ func TestReplicaClasses(t *testing.T) {
 	}
 	waitFor(t, func() bool { return !slices.Contains(labs[1].SessionIDs(), id) })
 }
+
+// TestReplicaRefusesOnlyWhenCaughtUp: a tab on B delivers the message a
+// tab on A has just queued, before B may have heard of it. B must not
+// refuse it from its stale copy: a refusal is final only after catching up.
+func TestReplicaRefusesOnlyWhenCaughtUp(t *testing.T) {
+	t.Parallel()
+	_, tss, _ := replicas(t, 2)
+	id := newID()
+	onA, _ := dial(t, tss[0], id)
+	onB, _ := dial(t, tss[1], id)
+	for i := 1; i <= 20; i++ {
+		onA.do(queueReply(fmt.Sprintf("reply %d", i))) // seq 2i-1 on A
+		onB.send(fmt.Sprintf(`{"type":"deliver","message":%d}`, i))
+		for {
+			f := onB.read()
+			if f.Type != "state" {
+				t.Fatalf("B refused delivering message %d, queued on A: %s", i, f.raw)
+			}
+			if f.Seq == uint64(2*i) {
+				break
+			}
+		}
+		if f := onA.state(); f.Seq != uint64(2*i) || len(f.Receipts) != i {
+			t.Fatalf("A after B's delivery: %s", f.raw)
+		}
+	}
+}
