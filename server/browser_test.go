@@ -655,10 +655,13 @@ func TestBrowserReconnectsAfterServerRestart(t *testing.T) {
 	t.Cleanup(func() { stopLab(t, second); secondStore.Close() })
 	sw.serve(second.Handler())
 
-	// The same session, as it was: run-2 with its held deadline.
+	// The same session, as it was: run-2 with its held deadline; being
+	// connected again makes "Not connected" untrue, so it goes by itself
+	// (it would otherwise stay longer than this wait).
 	p.waitView("the restored session", func(v pageView) bool {
 		return v.Connection == "Connected" && l.matches(v)
 	})
+	p.waitView("the not-sent message cleared by reconnecting", func(v pageView) bool { return v.Error == "" })
 	// The page works again, and a successful action clears the old message.
 	l.queueDeadline("queue a deadline on the new server")
 	p.waitView("the not-sent message cleared", func(v pageView) bool { return v.Error == "" })
