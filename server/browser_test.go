@@ -80,7 +80,7 @@ type pageView struct {
 	Notice     string       `json:"notice"`
 	Reply      string       `json:"reply"`
 	Queue      []queuedView `json:"queue"`
-	Receipts   []string     `json:"receipts"` // in arrival order (the page shows them newest first)
+	Receipts   []string     `json:"receipts"`  // in arrival order (the page shows them newest first)
 	ByTeacher  []bool       `json:"byTeacher"` // per receipt: marked "by instructor"
 	Focus      string       `json:"focus"`
 	Feedback   string       `json:"feedback"`

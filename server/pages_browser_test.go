@@ -256,7 +256,9 @@ func TestBrowserReplyCheckedAsTyped(t *testing.T) {
 	})
 	l.deliver("deliver it", 1, seedBadJSON, "Pending", "")
 	p.do("reset the reply", chromedp.Click(chromedp.ID("reset-reply")))
-	p.waitView("the draft, valid", func(v pageView) bool { return v.Reply == draftFor("run-1") && v.Check == "Valid JSON." && v.Where == "" })
+	p.waitView("the draft, valid", func(v pageView) bool {
+		return v.Reply == draftFor("run-1") && v.Check == "Valid JSON." && v.Where == ""
+	})
 	p.typeReply(`{"a":1`)
 	p.waitView("an early end", func(v pageView) bool { return strings.Contains(v.Where, "Line 1, column 7") })
 }
