@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -396,33 +395,6 @@ func TestBrowserSeedWalkthrough(t *testing.T) {
 	if n := evalJS[int](p, `document.querySelectorAll("strong").length`); n != 0 {
 		t.Errorf("the page has %d strong elements; the output must stay text", n)
 	}
-
-	if os.Getenv("LAB_SCREENSHOT") == "1" {
-		saveScreenshot(t, p)
-	}
-}
-
-// saveScreenshot writes the page, as it looks at 1000×900, to the README's
-// screenshot.
-func saveScreenshot(t *testing.T, p *tab) {
-	t.Helper()
-	p.do("frame the page",
-		chromedp.EmulateViewport(1000, 900),
-		chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`),
-		// Park the mouse off every control so that none shows its hover colour.
-		chromedp.MouseEvent(chromedp.MouseMoved, 1, 1))
-	png, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot())
-	if err != nil {
-		t.Fatalf("screenshot: %v", err)
-	}
-	path := filepath.Join("..", "docs", "screenshot.png")
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("wrote %s", path)
 }
 
 // TestBrowserSecondTabFollowsLive opens the same session in two tabs: each

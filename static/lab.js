@@ -149,14 +149,21 @@ function clearError() {
   setText(ui.error, "");
 }
 
+// Notes quote identifiers ("run-2/lookup"); they are written in tokens like
+// the held messages, so that an identifier never breaks over two lines.
+function showNote(node, text) {
+  if (node.textContent === text) return;
+  fillJSON(node, text);
+}
+
 function showFeedback(text) {
-  setText(ui.feedback, text);
+  showNote(ui.feedback, text);
 }
 
 // showInstructorNote says what the instructor did, visibly in the bar and to
 // screen readers (a polite live region); it stays until the student acts.
 function showInstructorNote(text) {
-  setText(ui.instructorNote, text);
+  showNote(ui.instructorNote, text);
 }
 
 const quote = (text) => (text.length > NOTE_LABEL_CHARS ? `${text.slice(0, NOTE_LABEL_CHARS)}…` : text);
@@ -337,7 +344,8 @@ function announce(queue, receipts) {
   const delivered = new Set(newReceipts.filter((r) => r?.by === "instructor").map((r) => r.message));
   for (const m of newMessages) {
     if (m?.from === "instructor" && !delivered.has(m.id)) {
-      notes.push(`Your instructor added message ${m.id} to your waiting messages: ${quote(str(m.label))}`);
+      const what = m.kind === "deadline" ? quote(str(m.label)) : "a reply";
+      notes.push(`Your instructor added message ${m.id} (${what}) to your waiting messages.`);
     }
   }
   for (const r of newReceipts) {
@@ -350,7 +358,7 @@ function announce(queue, receipts) {
     const sent = mine.queued.shift();
     if (!sent) continue; // queued by another tab of the session
     if (m.kind === "deadline") {
-      showFeedback(`Queued message ${m.id}: ${str(m.label)}. It waits until you deliver it.`);
+      showFeedback(`Queued message ${m.id} (${str(m.label)}). It waits until you deliver it.`);
     } else if (sent.invalid) {
       showFeedback(
         `Queued message ${m.id}, which is not valid JSON. Deliver it to see how the client treats a malformed reply.`,
