@@ -32,17 +32,23 @@ func (s *Server) getSession(c echo.Context) error {
 	if !ok || !canonicalID(id) {
 		return requestErrorf(http.StatusNotFound, "%v %s", errUnknownSession, id)
 	}
+	if !grantFrom(c).allows(s.classOfSession(id)) {
+		return requestErrorf(http.StatusForbidden, "%v", errForbidden)
+	}
+	row := sess.overviewRow()
+	row.Class = s.classOfSession(id)
 	return c.JSON(http.StatusOK, struct {
 		Session  sessionRow      `json:"session"`
 		State    json.RawMessage `json:"state"`
 		Timeline []timelineEntry `json:"timeline"`
-	}{sess.overviewRow(), sess.snapshot(), sess.recentTimeline()})
+	}{row, sess.snapshot(), sess.recentTimeline()})
 }
 
 // injectRequest is a decoded POST /api/inject body.
 type injectRequest struct {
-	sessions []string // distinct, in the order given; empty with all
+	sessions []string // distinct, in the order given; empty with all or class
 	all      bool
+	class    string // every session of this class
 	inject   model.Injection
 }
 
@@ -74,6 +80,9 @@ func (s *Server) inject(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.injectAllowed(c, req); err != nil {
+		return err
+	}
 	results := s.injectInto(req)
 	applied := 0
 	for _, res := range results {
@@ -86,7 +95,7 @@ func (s *Server) inject(c echo.Context) error {
 		Results []injectResult `json:"results"`
 		Error   string         `json:"error,omitempty"`
 	}{applied, results, ""}
-	if !req.all && len(results) == 1 && results[0].Reason == "unknown_session" {
+	if !req.all && req.class == "" && len(results) == 1 && results[0].Reason == "unknown_session" {
 		// Still {"error": "…"}, with the results beside it.
 		out.Error = results[0].Error
 		return c.JSON(http.StatusNotFound, out)
@@ -94,12 +103,38 @@ func (s *Server) inject(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
+// injectAllowed checks an injection's targets against the request's grant:
+// "all" needs the server's token, "class" a grant of that class (which must
+// exist), and every named session that exists must be in a granted class.
+func (s *Server) injectAllowed(c echo.Context, req injectRequest) error {
+	g := grantFrom(c)
+	switch {
+	case req.all && !g.all:
+		return requestErrorf(http.StatusForbidden, "%v", errForbidden)
+	case req.class != "":
+		_, err := s.grantedClass(c, req.class)
+		return err
+	}
+	for _, id := range req.sessions {
+		if _, ok := s.find(id); ok && !g.allows(s.classOfSession(id)) {
+			return requestErrorf(http.StatusForbidden, "%v", errForbidden)
+		}
+	}
+	return nil
+}
+
 // injectInto submits the injection to every target and waits for each result.
 func (s *Server) injectInto(req injectRequest) []injectResult {
 	ids := req.sessions
-	if req.all {
+	switch {
+	case req.all:
 		ids = ids[:0]
 		for _, sess := range s.allSessions() {
+			ids = append(ids, sess.id)
+		}
+	case req.class != "":
+		ids = ids[:0]
+		for _, sess := range s.sessionsIn(req.class) {
 			ids = append(ids, sess.id)
 		}
 	}
@@ -132,7 +167,7 @@ func (s *Server) injectInto(req injectRequest) []injectResult {
 
 // decodeInjectRequest is the one place POST /api/inject bodies are decoded.
 //
-//	{"sessions": ["<id>", …] | "all": true,
+//	{"sessions": ["<id>", …] | "class": "<id>" | "all": true,
 //	 "mode": "hold" | "deliver"  (default hold),
 //	 and exactly one of
 //	 "preset": "<name>" | "raw": "<reply text>" | "deadline": {"runId": "…", "callId": "…"}}
@@ -140,6 +175,7 @@ func decodeInjectRequest(body []byte, lim model.Limits) (injectRequest, error) {
 	var in struct {
 		Sessions []string `json:"sessions"`
 		All      bool     `json:"all"`
+		Class    *string  `json:"class"`
 		Mode     *string  `json:"mode"`
 		Preset   *string  `json:"preset"`
 		Raw      *string  `json:"raw"`
@@ -157,13 +193,24 @@ func decodeInjectRequest(body []byte, lim model.Limits) (injectRequest, error) {
 		return injectRequest{}, badRequest("the body must hold one JSON object")
 	}
 	var req injectRequest
+	targets := 0
+	for _, set := range []bool{in.All, len(in.Sessions) > 0, in.Class != nil} {
+		if set {
+			targets++
+		}
+	}
 	switch {
-	case in.All && len(in.Sessions) > 0:
-		return req, badRequest(`give either "sessions" or "all", not both`)
-	case !in.All && len(in.Sessions) == 0:
-		return req, badRequest(`name the target sessions in "sessions", or set "all": true`)
+	case targets > 1:
+		return req, badRequest(`give one of "sessions", "class" or "all": not both, nor all three`)
+	case targets == 0:
+		return req, badRequest(`name the target sessions in "sessions", a class in "class", or set "all": true`)
+	case in.Class != nil && !canonicalID(*in.Class):
+		return req, requestErrorf(http.StatusNotFound, "no such class %q", *in.Class)
 	}
 	req.all = in.All
+	if in.Class != nil {
+		req.class = *in.Class
+	}
 	seen := make(map[string]bool, len(in.Sessions))
 	for _, id := range in.Sessions {
 		if !seen[id] {

@@ -1,26 +1,26 @@
 package server
 
 import (
-	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/base64"
 	"net"
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/toolcall-lab/lab/store"
 )
 
-// Instructor authentication. Scripts send the instructor token as
-// "Authorization: Bearer <token>"; the console page logs in once with a form
-// that posts the token, and gets a cookie holding a random login id (never
-// the token) that the server maps to an instructor login. Tokens and login
-// ids are compared in constant time (hashed first, so that neither their
-// content nor their length shows in the timing), and never logged.
+// Instructor authentication. Scripts send a secret as "Authorization:
+// Bearer <secret>"; the console page logs in once with a form that posts
+// it, and gets a cookie holding a random login id (never the secret) that
+// the store maps to a login, so a login outlives a restart. The secret is
+// the server's instructor token, which grants every class and the open lab,
+// or a class key, which grants its class only (grants.go). Secrets and
+// login ids are compared as hashes (so that neither their content nor their
+// length shows in the timing), and never logged.
 
 const (
 	instructorCookie = "lab_instructor"
@@ -28,92 +28,38 @@ const (
 	loginTTL = 12 * time.Hour
 )
 
-// instructorAuth checks instructor credentials.
-//
-// Ownership: token is fixed at New; mu guards logins (login id hash ->
-// expiry).
+// instructorAuth checks the server's instructor token. Fixed at New.
 type instructorAuth struct {
-	token [32]byte // sha256 of the token
-	unset bool     // no token configured: every instructor request is refused
-
-	mu     sync.Mutex
-	logins map[[32]byte]time.Time
+	token [32]byte // store.HashSecret of the token
+	unset bool     // no token configured: the token is refused
 }
 
 func newInstructorAuth(token string) *instructorAuth {
-	return &instructorAuth{token: sha256.Sum256([]byte(token)), unset: token == "", logins: make(map[[32]byte]time.Time)}
+	return &instructorAuth{token: store.HashSecret(token), unset: token == ""}
 }
 
 // tokenOK compares a presented token with the configured one.
 func (a *instructorAuth) tokenOK(got string) bool {
-	h := sha256.Sum256([]byte(got))
+	h := store.HashSecret(got)
 	return subtle.ConstantTimeCompare(h[:], a.token[:]) == 1 && !a.unset
 }
 
-// login starts a console login and returns its id for the cookie.
-func (a *instructorAuth) login(now time.Time) string {
-	var raw [32]byte
-	rand.Read(raw[:]) // never fails (crypto/rand panics rather than return an error)
-	id := base64.RawURLEncoding.EncodeToString(raw[:])
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for k, exp := range a.logins {
-		if now.After(exp) {
-			delete(a.logins, k)
-		}
-	}
-	if len(a.logins) >= maxLogins {
-		var oldest [32]byte
-		var first time.Time
-		for k, exp := range a.logins {
-			if first.IsZero() || exp.Before(first) {
-				oldest, first = k, exp
-			}
-		}
-		delete(a.logins, oldest)
-	}
-	a.logins[sha256.Sum256([]byte(id))] = now.Add(loginTTL)
-	return id
-}
-
-// loginOK reports whether id names a live console login. The map is keyed
-// by the id's hash, so a lookup's timing says nothing about the ids held.
-func (a *instructorAuth) loginOK(id string, now time.Time) bool {
-	if id == "" {
-		return false
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	exp, ok := a.logins[sha256.Sum256([]byte(id))]
-	return ok && now.Before(exp)
-}
-
-func (a *instructorAuth) logout(id string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	delete(a.logins, sha256.Sum256([]byte(id)))
-}
-
-// instructorOK reports whether the request carries instructor credentials:
-// a bearer token or a console login cookie.
-func (s *Server) instructorOK(r *http.Request) bool {
-	if got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-		return s.auth.tokenOK(got)
-	}
-	if ck, err := r.Cookie(instructorCookie); err == nil {
-		return s.auth.loginOK(ck.Value, time.Now())
-	}
-	return false
-}
-
 // requireInstructor lets through requests with instructor credentials (the
-// console's login cookie or the bearer token). Others are refused: a page
+// console's login cookie, the bearer token or a class key) and records
+// their grant for the handler (grantFrom). Others are refused: a page
 // request is sent to the login form, anything else gets 401 (as JSON, see
-// answersJSON).
+// answersJSON). When the store cannot be read to check a login, 503: an
+// outage must not send the console to the login form.
 func (s *Server) requireInstructor(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		if s.instructorOK(r) {
+		g, ok, err := s.grantOf(r)
+		if err != nil {
+			c.Response().Header().Set("Retry-After", "2")
+			return requestErrorf(http.StatusServiceUnavailable, "%v", err)
+		}
+		if ok {
+			c.Set(grantKey, g)
 			return next(c)
 		}
 		if r.Method == http.MethodGet && !answersJSON(r) {
@@ -157,25 +103,41 @@ func (s *Server) login(c echo.Context) error {
 		c.Response().Header().Set("Retry-After", "1")
 		return requestErrorf(http.StatusTooManyRequests, "too many login attempts: wait a moment and try again")
 	}
-	if !s.auth.tokenOK(c.FormValue("token")) {
+	ctx := c.Request().Context()
+	l, ok, err := s.credentialLogin(ctx, c.FormValue("token"))
+	if err != nil {
+		return requestErrorf(http.StatusServiceUnavailable, "%v", err)
+	}
+	if !ok {
 		return c.Redirect(http.StatusSeeOther, "/instructor/login?failed=1")
+	}
+	id := store.NewSecret()
+	l.IDHash = store.HashSecret(id)
+	if err := s.cfg.Store.SaveLogin(ctx, l, s.cfg.Now(), maxLogins); err != nil {
+		s.log.Error("saving a console login", "err", err)
+		return requestErrorf(http.StatusServiceUnavailable, "the lab cannot save the login right now; try again shortly")
 	}
 	c.SetCookie(&http.Cookie{
 		Name:     instructorCookie,
-		Value:    s.auth.login(time.Now()),
+		Value:    id,
 		Path:     "/",
 		MaxAge:   int(loginTTL / time.Second),
 		HttpOnly: true,
 		Secure:   s.overTLS(c.Request()),
 		SameSite: http.SameSiteStrictMode,
 	})
+	if l.Class != "" {
+		return c.Redirect(http.StatusSeeOther, "/instructor/classes/"+l.Class)
+	}
 	return c.Redirect(http.StatusSeeOther, "/instructor")
 }
 
 // logout ends the console login of the request, if any.
 func (s *Server) logout(c echo.Context) error {
-	if ck, err := c.Cookie(instructorCookie); err == nil {
-		s.auth.logout(ck.Value)
+	if ck, err := c.Cookie(instructorCookie); err == nil && ck.Value != "" {
+		if err := s.cfg.Store.DeleteLogin(c.Request().Context(), store.HashSecret(ck.Value)); err != nil {
+			s.log.Warn("ending a console login", "err", err)
+		}
 	}
 	c.SetCookie(&http.Cookie{
 		Name: instructorCookie, Value: "", Path: "/", MaxAge: -1,

@@ -55,6 +55,11 @@ type Config struct {
 	MaxConns        int
 	MaxSessionConns int
 	MaxSessions     int
+	// PublicURL is the address students reach the lab at, such as
+	// http://192.168.1.20:8080: join URLs and QR codes point under it
+	// (docs/classes.md). Empty: the address each request reached the lab
+	// at. cmd/lab fills it from -public-url or the machine's LAN address.
+	PublicURL string
 }
 
 // DefaultConfig is the one place the server's defaults are written; cmd/lab

@@ -99,6 +99,8 @@ var (
 	closeRateAbuse = closeReason{websocket.StatusPolicyViolation, "too many frames: kept sending over the frame rate limit"}
 	// closeTooManyRefusals: more error frames waited than the connection read.
 	closeTooManyRefusals = closeReason{websocket.StatusPolicyViolation, "too many refused frames; reconnect to resync"}
+	// closeDeleted: an instructor deleted the session (docs/classes.md).
+	closeDeleted = closeReason{4001, "an instructor deleted this session"}
 )
 
 // closeConn closes ws with r.
@@ -136,7 +138,7 @@ type apiErrorBody struct {
 func answersJSON(r *http.Request) bool {
 	p := r.URL.Path
 	return p == "/api" || strings.HasPrefix(p, "/api/") || p == "/metrics" || p == "/healthz" || p == "/readyz" ||
-		p == "/instructor/ws" || (strings.HasPrefix(p, "/lab/") && strings.HasSuffix(p, "/ws")) ||
+		p == "/instructor/ws" || (strings.HasPrefix(p, "/lab/") && (strings.HasSuffix(p, "/ws") || strings.HasSuffix(p, "/class"))) ||
 		isUpgrade(r)
 }
 

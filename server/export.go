@@ -17,6 +17,9 @@ func (s *Server) exportSession(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if !grantFrom(c).allows(s.classOfSession(id)) {
+		return requestErrorf(http.StatusForbidden, "%v", errForbidden)
+	}
 	ctx := c.Request().Context()
 	recs, err := s.cfg.Store.Events(ctx, id)
 	if err != nil {

@@ -22,10 +22,20 @@ func (s *Server) instructorPage(c echo.Context) error {
 }
 
 // instructorSocket upgrades to the instructor WebSocket, with the same
-// checks as the student one.
+// checks as the student one. ?class=<id> scopes it to that class (its
+// overview, and the sessions it may watch); without, it is the open lab's,
+// which only the server's token reaches.
 func (s *Server) instructorSocket(c echo.Context) error {
 	if err := s.checkUpgrade(c.Request()); err != nil {
 		return err
+	}
+	scope := c.QueryParam("class")
+	if scope != "" {
+		if _, err := s.grantedClass(c, scope); err != nil {
+			return err
+		}
+	} else if !grantFrom(c).all {
+		return requestErrorf(http.StatusForbidden, "%v", errForbidden)
 	}
 	if err := s.Ready(c.Request().Context()); errors.Is(err, errShuttingDown) {
 		c.Response().Header().Set("Retry-After", "1")
@@ -35,13 +45,13 @@ func (s *Server) instructorSocket(c echo.Context) error {
 	if err != nil {
 		return nil // Accept has written the response
 	}
-	s.serveInstructor(ws, c.RealIP())
+	s.serveInstructor(ws, c.RealIP(), scope)
 	return nil
 }
 
 // serveInstructor runs one instructor connection to its end: the overview
 // from the start, and the one session it watches.
-func (s *Server) serveInstructor(ws *websocket.Conn, remote string) {
+func (s *Server) serveInstructor(ws *websocket.Conn, remote, scope string) {
 	ws.SetReadLimit(maxInstructorFrame)
 	log := s.log.With("role", "instructor", "remote", remote)
 	c := s.newConn(ws, model.Instructor, log)
@@ -53,9 +63,9 @@ func (s *Server) serveInstructor(ws *websocket.Conn, remote string) {
 	gauge := s.metrics.connections.WithLabelValues(model.Instructor.String())
 	gauge.Inc()
 	log.Info("websocket open")
-	s.overview.subscribe(c)
+	s.overview.subscribe(c, scope)
 	var watched *session // owned by this goroutine
-	err := c.instructorLoop(s, &watched)
+	err := c.instructorLoop(s, scope, &watched)
 	if watched != nil {
 		watched.unwatch(c)
 	}
@@ -70,7 +80,9 @@ func (s *Server) serveInstructor(ws *websocket.Conn, remote string) {
 // instructorLoop reads an instructor's frames until the connection closes:
 // watch one session (replacing the one watched before) or stop watching.
 // *watched is the session watched now; the caller unwatches it at the end.
-func (c *conn) instructorLoop(s *Server, watched **session) error {
+// Only sessions of the connection's scope (a class, or "" for the open lab)
+// can be watched.
+func (c *conn) instructorLoop(s *Server, scope string, watched **session) error {
 	for {
 		data, err := c.nextText()
 		if err != nil {
@@ -91,7 +103,7 @@ func (c *conn) instructorLoop(s *Server, watched **session) error {
 			continue
 		}
 		sess, ok := s.find(cmd.session)
-		if !ok {
+		if !ok || s.classOfSession(cmd.session) != scope {
 			c.sendError(fmt.Errorf("%w %s", errUnknownSession, cmd.session))
 			continue
 		}

@@ -77,6 +77,7 @@ func (s *Server) sweep(ctx context.Context) error {
 			sess.expiring = false
 		} else {
 			delete(s.sessions, sess.id)
+			delete(s.classOf, sess.id) // the store forgot the membership with the session
 		}
 	}
 	if err != nil {

@@ -17,6 +17,7 @@ const overviewInterval = 250 * time.Millisecond
 // sessionRow is one session in the class overview and in GET /api/sessions.
 type sessionRow struct {
 	ID           string    `json:"id"`
+	Class        string    `json:"class"` // the class it joined, "" for the open lab
 	Name         string    `json:"name"`
 	Tabs         int       `json:"tabs"`
 	RunID        string    `json:"runId"`
@@ -62,13 +63,15 @@ func (s *Server) rows() []sessionRow {
 	rows := make([]sessionRow, len(all))
 	for i, sess := range all {
 		rows[i] = sess.overviewRow()
+		rows[i].Class = s.classOfSession(sess.id)
 	}
 	return rows
 }
 
 // overview sends the class table to every instructor connection, coalesced:
 // a change marks it dirty, and a flush at most every overviewInterval sends
-// one whole table to all of them. When nothing changes, nothing is sent and
+// one whole table to all of them: to each connection its scope's (a class's
+// sessions, or the open lab's). When nothing changes, nothing is sent and
 // no goroutine waits.
 //
 // Ownership: mu guards conns, timer, last and stopped. flushing serializes
@@ -78,20 +81,20 @@ func (s *Server) rows() []sessionRow {
 // waits for them. Lock order: flushing, then mu; rows are read
 // (session.mu) with neither mu held.
 type overview struct {
-	rows func() []sessionRow
+	rows func(scope string) []sessionRow
 
 	flushing sync.Mutex
 	flushes  sync.WaitGroup // a scheduled or running flush; Add under mu while not stopped
 
 	mu      sync.Mutex
-	conns   map[*conn]struct{}
-	timer   *time.Timer // a pending flush, nil when none
-	last    time.Time   // when the last flush began
+	conns   map[*conn]string // connection -> its scope: a class id, "" for the open lab
+	timer   *time.Timer      // a pending flush, nil when none
+	last    time.Time        // when the last flush began
 	stopped bool
 }
 
-func newOverview(rows func() []sessionRow) *overview {
-	return &overview{rows: rows, conns: make(map[*conn]struct{})}
+func newOverview(rows func(scope string) []sessionRow) *overview {
+	return &overview{rows: rows, conns: make(map[*conn]string)}
 }
 
 // mark says that a row may have changed.
@@ -112,29 +115,34 @@ func (o *overview) flush() {
 	o.mu.Lock()
 	o.timer = nil
 	o.last = time.Now()
-	conns := make([]*conn, 0, len(o.conns))
-	for c := range o.conns {
-		conns = append(conns, c)
+	conns := make(map[*conn]string, len(o.conns))
+	for c, scope := range o.conns {
+		conns[c] = scope
 	}
 	stopped := o.stopped
 	o.mu.Unlock()
 	if stopped || len(conns) == 0 {
 		return
 	}
-	frame := overviewFrame(o.rows())
-	for _, c := range conns {
+	frames := make(map[string][]byte) // one table per scope
+	for c, scope := range conns {
+		frame, ok := frames[scope]
+		if !ok {
+			frame = overviewFrame(o.rows(scope))
+			frames[scope] = frame
+		}
 		c.sendState(frame)
 	}
 }
 
-// subscribe adds c and hands it the table as it is now.
-func (o *overview) subscribe(c *conn) {
+// subscribe adds c with its scope and hands it the table as it is now.
+func (o *overview) subscribe(c *conn, scope string) {
 	o.flushing.Lock()
 	defer o.flushing.Unlock()
 	o.mu.Lock()
-	o.conns[c] = struct{}{}
+	o.conns[c] = scope
 	o.mu.Unlock()
-	c.sendState(overviewFrame(o.rows()))
+	c.sendState(overviewFrame(o.rows(scope)))
 }
 
 func (o *overview) unsubscribe(c *conn) {

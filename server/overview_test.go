@@ -12,7 +12,7 @@ func TestOverviewStopWaitsForFlush(t *testing.T) {
 	t.Parallel()
 	entered, release := make(chan struct{}), make(chan struct{})
 	var calls atomic.Int32
-	o := newOverview(func() []sessionRow {
+	o := newOverview(func(string) []sessionRow {
 		if calls.Add(1) == 2 { // the flush's call (the first is subscribe's)
 			close(entered)
 			<-release
@@ -20,7 +20,7 @@ func TestOverviewStopWaitsForFlush(t *testing.T) {
 		return nil
 	})
 	c := &conn{stopped: true} // collects frames; starts no flusher
-	o.subscribe(c)
+	o.subscribe(c, "")
 	o.mark()
 	<-entered
 	// The flush is inside rows now. Let it go a little later: a stop that

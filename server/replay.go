@@ -21,6 +21,9 @@ type Store interface {
 	Delete(ctx context.Context, ids []string) error
 	// Ready reports whether the store takes writes now.
 	Ready(ctx context.Context) error
+	// Classes keeps classes, their members and console logins
+	// (docs/classes.md).
+	store.Classes
 }
 
 // load rebuilds every stored session by replaying its events (for Start).

@@ -45,17 +45,36 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/instructor/login", s.loginPage)
 	e.POST("/instructor/login", s.login)
 	e.POST("/instructor/logout", s.logout)
-	e.GET("/instructor", s.instructorPage, s.requireInstructor)
+	e.GET("/instructor", s.openLabPage, s.requireInstructor)
 	e.GET("/instructor/ws", s.instructorSocket, s.requireInstructor)
+
+	// Classes (classes.go, join.go, grants.go; docs/classes.md).
+	e.GET("/join", s.joinCodeForm)
+	e.GET("/j/:code", s.joinNameForm)
+	e.POST("/j/:code", s.join)
+	e.GET("/lab/:id/class", s.sessionClass)
+	e.GET("/instructor/classes/:id", s.classPage(func(s *Server) []byte { return s.instructorHTML }), s.requireInstructor)
+	e.GET("/instructor/classes/:id/projector", s.classPage(func(s *Server) []byte { return s.projectorHTML }), s.requireInstructor)
+	e.POST("/api/classes", s.createClass, s.requireInstructor, serverWide)
+	e.GET("/api/classes", s.listClasses, s.requireInstructor, serverWide)
+	e.GET("/api/classes/:id", s.getClass, s.requireInstructor)
+	e.POST("/api/classes/:id/close", s.setClassOpen(false), s.requireInstructor)
+	e.POST("/api/classes/:id/reopen", s.setClassOpen(true), s.requireInstructor)
+	e.POST("/api/classes/:id/key", s.rotateKey, s.requireInstructor, serverWide)
+	e.DELETE("/api/classes/:id", s.deleteClass, s.requireInstructor, serverWide)
+	e.GET("/api/classes/:id/qr.png", s.classQR, s.requireInstructor)
+	e.GET("/api/classes/:id/export.csv", s.exportClass, s.requireInstructor)
+	e.DELETE("/api/sessions/:id", s.deleteOne, s.requireInstructor)
+	e.POST("/api/sessions/delete", s.deleteMany, s.requireInstructor)
 
 	// The instructor's JSON API (api.go, export.go; docs/instructor.md,
 	// docs/export.md). Not an echo.Group: a group's catch-all would answer
 	// a wrong method 404 rather than 405.
-	e.GET("/api/sessions", s.listSessions, s.requireInstructor)
+	e.GET("/api/sessions", s.listSessions, s.requireInstructor, serverWide)
 	e.GET("/api/sessions/:id", s.getSession, s.requireInstructor)
 	e.POST("/api/inject", s.inject, s.requireInstructor)
 	e.GET("/api/sessions/:id/export", s.exportSession, s.requireInstructor)
-	e.GET("/api/export.csv", s.exportCSV, s.requireInstructor)
+	e.GET("/api/export.csv", s.exportCSV, s.requireInstructor, serverWide)
 	return e
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/toolcall-lab/lab/server"
+	"github.com/toolcall-lab/lab/store"
 )
 
 // answer is the shape a refused request must have, as the docs say:
@@ -22,6 +23,7 @@ const (
 	htmlPage                // an HTML error page with the status in its heading, no script
 	redirect                // 303 See Other to location
 	noBody                  // HEAD: the status only
+	joinForm                // the join page again, with the reason and a form (docs/classes.md)
 )
 
 // badRequest is one request with bad input and what it must get.
@@ -75,6 +77,21 @@ func TestEveryRouteRefusesBadInput(t *testing.T) {
 	lab, ts := runLab(t, server.Config{InstructorToken: testToken, MetricsToken: "metrics-token"})
 	unknown := newID()
 	evilOrigin := map[string]string{"Origin": "https://evil.example"}
+	// A class, whose key stands for credentials that do not reach the
+	// server-wide routes or another class.
+	class := createClass(t, ts, "Routes")
+	classKey := map[string]string{"Authorization": "Bearer " + class.Key}
+	keyJSON := map[string]string{"Authorization": "Bearer " + class.Key, "Content-Type": "application/json"}
+	asJSON := withBearer(map[string]string{"Content-Type": "application/json"})
+	form := map[string]string{"Content-Type": "application/x-www-form-urlencoded"}
+	other := createClass(t, ts, "Other")
+	unknownCode := "000000"
+	for unknownCode == class.Code || unknownCode == other.Code {
+		unknownCode = store.NewCode()
+	}
+	if status, _ := callJSON(t, ts, "POST", "/api/classes/"+other.ID+"/close", testToken, ""); status != 200 {
+		t.Fatalf("closing a class: %d", status)
+	}
 
 	cases := map[string][]badRequest{
 		"GET /": {
@@ -170,6 +187,96 @@ func TestEveryRouteRefusesBadInput(t *testing.T) {
 			{name: "wrong cookie", method: "GET", path: "/api/export.csv", header: wrongCookie, status: 401, answer: jsonError},
 			{name: "wrong method", method: "POST", path: "/api/export.csv", header: bearer, status: 405, answer: jsonError},
 		},
+		"GET /join": {
+			{name: "not six digits", method: "GET", path: "/join?code=12a", status: 400, answer: joinForm, contains: "six digits"},
+			{name: "wrong method", method: "PUT", path: "/join", status: 405, answer: htmlPage},
+		},
+		"GET /j/:code": {
+			{name: "unknown code", method: "GET", path: "/j/" + unknownCode, status: 404, answer: joinForm, contains: "No class has the code"},
+			{name: "not a code", method: "GET", path: "/j/%3Cb%3E", status: 404, answer: joinForm, contains: "&lt;b&gt;"},
+			{name: "closed class", method: "GET", path: "/j/" + other.Code, status: 410, answer: joinForm, contains: "closed"},
+			{name: "wrong method", method: "DELETE", path: "/j/" + class.Code, status: 405, answer: htmlPage},
+		},
+		"POST /j/:code": {
+			{name: "no name", method: "POST", path: "/j/" + class.Code, header: form, body: "name=", status: 400, answer: joinForm, contains: "Type your name"},
+			{name: "bidi override", method: "POST", path: "/j/" + class.Code, header: form, body: "name=a%E2%80%AEb", status: 400, answer: joinForm, contains: "formatting"},
+			{name: "too long", method: "POST", path: "/j/" + class.Code, header: form, body: "name=" + strings.Repeat("n", 41), status: 400, answer: joinForm, contains: "at most 40"},
+			{name: "unknown code", method: "POST", path: "/j/" + unknownCode, header: form, body: "name=Ada", status: 404, answer: joinForm},
+			{name: "closed class", method: "POST", path: "/j/" + other.Code, header: form, body: "name=Ada", status: 410, answer: joinForm},
+		},
+		"GET /lab/:id/class": {
+			{name: "not a UUID", method: "GET", path: "/lab/nope/class", status: 404, answer: jsonError},
+			{name: "wrong method", method: "POST", path: "/lab/" + unknown + "/class", status: 405, answer: jsonError},
+		},
+		"GET /instructor/classes/:id": {
+			{name: "no login", method: "GET", path: "/instructor/classes/" + class.ID, status: 303, answer: redirect, location: "/instructor/login"},
+			{name: "unknown class", method: "GET", path: "/instructor/classes/" + unknown, header: bearer, status: 404, answer: htmlPage},
+			{name: "not a UUID", method: "GET", path: "/instructor/classes/nope", header: bearer, status: 404, answer: htmlPage},
+			{name: "another class's key", method: "GET", path: "/instructor/classes/" + other.ID, header: classKey, status: 403, answer: htmlPage, contains: "class key"},
+			{name: "wrong method", method: "POST", path: "/instructor/classes/" + class.ID, header: bearer, status: 405, answer: htmlPage},
+		},
+		"GET /instructor/classes/:id/projector": {
+			{name: "no login", method: "GET", path: "/instructor/classes/" + class.ID + "/projector", status: 303, answer: redirect, location: "/instructor/login"},
+			{name: "unknown class", method: "GET", path: "/instructor/classes/" + unknown + "/projector", header: bearer, status: 404, answer: htmlPage},
+			{name: "another class's key", method: "GET", path: "/instructor/classes/" + other.ID + "/projector", header: classKey, status: 403, answer: htmlPage},
+		},
+		"POST /api/classes": {
+			{name: "no credentials", method: "POST", path: "/api/classes", header: map[string]string{"Content-Type": "application/json"}, body: `{"title":"x"}`, status: 401, answer: jsonError},
+			{name: "a class key", method: "POST", path: "/api/classes", header: keyJSON, body: `{"title":"x"}`, status: 403, answer: jsonError},
+			{name: "not JSON content", method: "POST", path: "/api/classes", header: withBearer(map[string]string{"Content-Type": "text/plain"}), body: `{"title":"x"}`, status: 415, answer: jsonError},
+			{name: "bad JSON", method: "POST", path: "/api/classes", header: asJSON, body: `{"title":`, status: 400, answer: jsonError},
+			{name: "no title", method: "POST", path: "/api/classes", header: asJSON, body: `{}`, status: 400, answer: jsonError, contains: "title"},
+			{name: "empty title", method: "POST", path: "/api/classes", header: asJSON, body: `{"title":"  "}`, status: 400, answer: jsonError},
+			{name: "unknown field", method: "POST", path: "/api/classes", header: asJSON, body: `{"title":"x","y":1}`, status: 400, answer: jsonError},
+		},
+		"GET /api/classes": {
+			{name: "no credentials", method: "GET", path: "/api/classes", status: 401, answer: jsonError},
+			{name: "a class key", method: "GET", path: "/api/classes", header: classKey, status: 403, answer: jsonError},
+			{name: "wrong method", method: "PUT", path: "/api/classes", header: bearer, status: 405, answer: jsonError},
+		},
+		"GET /api/classes/:id": {
+			{name: "no credentials", method: "GET", path: "/api/classes/" + class.ID, status: 401, answer: jsonError},
+			{name: "unknown class", method: "GET", path: "/api/classes/" + unknown, header: bearer, status: 404, answer: jsonError, contains: "no such class"},
+			{name: "not a UUID", method: "GET", path: "/api/classes/nope", header: bearer, status: 404, answer: jsonError},
+			{name: "another class's key", method: "GET", path: "/api/classes/" + other.ID, header: classKey, status: 403, answer: jsonError},
+			{name: "wrong method", method: "PUT", path: "/api/classes/" + class.ID, header: bearer, status: 405, answer: jsonError},
+		},
+		"POST /api/classes/:id/close": {
+			{name: "unknown class", method: "POST", path: "/api/classes/" + unknown + "/close", header: bearer, status: 404, answer: jsonError},
+			{name: "another class's key", method: "POST", path: "/api/classes/" + other.ID + "/close", header: classKey, status: 403, answer: jsonError},
+			{name: "wrong method", method: "GET", path: "/api/classes/" + class.ID + "/close", header: bearer, status: 405, answer: jsonError},
+		},
+		"POST /api/classes/:id/reopen": {
+			{name: "unknown class", method: "POST", path: "/api/classes/" + unknown + "/reopen", header: bearer, status: 404, answer: jsonError},
+			{name: "another class's key", method: "POST", path: "/api/classes/" + other.ID + "/reopen", header: classKey, status: 403, answer: jsonError},
+		},
+		"POST /api/classes/:id/key": {
+			{name: "unknown class", method: "POST", path: "/api/classes/" + unknown + "/key", header: bearer, status: 404, answer: jsonError},
+			{name: "its own key", method: "POST", path: "/api/classes/" + class.ID + "/key", header: classKey, status: 403, answer: jsonError},
+		},
+		"DELETE /api/classes/:id": {
+			{name: "unknown class", method: "DELETE", path: "/api/classes/" + unknown, header: bearer, status: 404, answer: jsonError},
+			{name: "its own key", method: "DELETE", path: "/api/classes/" + class.ID, header: classKey, status: 403, answer: jsonError},
+		},
+		"GET /api/classes/:id/qr.png": {
+			{name: "unknown class", method: "GET", path: "/api/classes/" + unknown + "/qr.png", header: bearer, status: 404, answer: jsonError},
+			{name: "another class's key", method: "GET", path: "/api/classes/" + other.ID + "/qr.png", header: classKey, status: 403, answer: jsonError},
+		},
+		"GET /api/classes/:id/export.csv": {
+			{name: "unknown class", method: "GET", path: "/api/classes/" + unknown + "/export.csv", header: bearer, status: 404, answer: jsonError},
+			{name: "another class's key", method: "GET", path: "/api/classes/" + other.ID + "/export.csv", header: classKey, status: 403, answer: jsonError},
+		},
+		"DELETE /api/sessions/:id": {
+			{name: "no credentials", method: "DELETE", path: "/api/sessions/" + unknown, status: 401, answer: jsonError},
+			{name: "unknown id", method: "DELETE", path: "/api/sessions/" + unknown, header: bearer, status: 404, answer: jsonError, contains: "unknown session"},
+		},
+		"POST /api/sessions/delete": {
+			{name: "no target", method: "POST", path: "/api/sessions/delete", header: asJSON, body: `{}`, status: 400, answer: jsonError},
+			{name: "both targets", method: "POST", path: "/api/sessions/delete", header: asJSON, body: `{"sessions":["a"],"idleOpenLab":true}`, status: 400, answer: jsonError},
+			{name: "not JSON content", method: "POST", path: "/api/sessions/delete", header: bearer, body: `{}`, status: 415, answer: jsonError},
+			{name: "a class key, the open lab", method: "POST", path: "/api/sessions/delete", header: keyJSON, body: `{"idleOpenLab":true}`, status: 403, answer: jsonError},
+			{name: "wrong method", method: "PUT", path: "/api/sessions/delete", header: bearer, status: 405, answer: jsonError},
+		},
 		// Not routes: paths nothing serves, which browsers may ask for.
 		"": {
 			{name: "unknown path", method: "GET", path: "/nope", status: 404, answer: htmlPage},
@@ -239,6 +346,12 @@ func TestEveryRouteRefusesBadInput(t *testing.T) {
 				case redirect:
 					if loc := resp.Header.Get("Location"); loc != tc.location {
 						t.Fatalf("Location %q, want %q", loc, tc.location)
+					}
+				case joinForm:
+					if !strings.HasPrefix(ctype, "text/html") || !strings.HasPrefix(text, "<!doctype html>") ||
+						!strings.Contains(text, `id="error" role="alert"`) || !strings.Contains(text, "<form") ||
+						strings.Contains(text, "<script") {
+						t.Fatalf("answer %s %q, want the join form with its reason, without script", ctype, body)
 					}
 				case noBody:
 					if len(body) != 0 {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html/template"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -27,8 +28,9 @@ import (
 // or goroutines; Start loads the stored sessions and starts the janitor;
 // Shutdown or Restart closes the WebSockets and stops the janitor.
 //
-// Ownership: mu guards sessions, conns, closing, closeWith, started, janitor,
-// admitted and each session's expiring flag and admitted count. Each session
+// Ownership: mu guards sessions, classOf, conns, closing, closeWith,
+// started, janitor, admitted and each session's expiring flag and admitted
+// count. Each session
 // guards its own state (see session); each conn its outbox (see conn); the
 // overview and instructorAuth have their own locks. Lock order is Server.mu,
 // then session.mu, then conn.mu; no I/O happens under any of them.
@@ -44,9 +46,14 @@ type Server struct {
 	loginLimiter              *rate.Limiter // safe for concurrent use
 	// overview sends the class table to instructors; it has its own lock.
 	overview *overview
+	// projectorHTML is a class's projector page; joinTmpl the join pages.
+	projectorHTML []byte
+	joinTmpl      *template.Template
+	joinLimiter   *addrLimiter // has its own lock
 
 	mu        sync.Mutex
 	sessions  map[string]*session
+	classOf   map[string]string // session -> the class it joined; open-lab sessions are absent
 	conns     map[*conn]struct{}
 	closing   bool
 	closeWith closeReason // how open and late connections are closed once closing
@@ -76,19 +83,35 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the login page: %w", err)
 	}
+	projectorHTML, err := fs.ReadFile(static.Files, "projector.html")
+	if err != nil {
+		return nil, fmt.Errorf("reading the projector page: %w", err)
+	}
+	joinSrc, err := fs.ReadFile(static.Files, "join.html")
+	if err != nil {
+		return nil, fmt.Errorf("reading the join page: %w", err)
+	}
+	joinTmpl, err := parseJoinTemplate(joinSrc)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
 		cfg:            cfg,
 		log:            cfg.Logger,
 		page:           page,
 		instructorHTML: instructorHTML,
 		loginHTML:      loginHTML,
+		projectorHTML:  projectorHTML,
+		joinTmpl:       joinTmpl,
+		joinLimiter:    newAddrLimiter(cfg.Now),
+		classOf:        make(map[string]string),
 		auth:           newInstructorAuth(cfg.InstructorToken),
 		loginLimiter:   newLoginLimiter(),
 		sessions:       make(map[string]*session),
 		conns:          make(map[*conn]struct{}),
 	}
 	s.metrics = newMetrics(s.sessionCount)
-	s.overview = newOverview(s.rows)
+	s.overview = newOverview(s.rowsIn)
 	s.echo = s.routes()
 	return s, nil
 }
@@ -114,12 +137,19 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	classOf, err := s.loadMembers(ctx, loaded)
+	if err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, sess := range loaded {
 		if _, ok := s.sessions[sess.id]; !ok {
 			s.sessions[sess.id] = sess
 		}
+	}
+	for id, class := range classOf {
+		s.classOf[id] = class
 	}
 	if !s.closing {
 		s.janitor = s.startJanitor()

@@ -38,6 +38,11 @@ const MAX_TIMELINE = 2000;
 
 const LOGIN_PAGE = "/instructor/login";
 
+// scope is the class of a class console (/instructor/classes/{id}), "" for
+// the open lab (/instructor): the table, "all" and deletions mean it
+// (docs/classes.md).
+const scope = (location.pathname.match(/^\/instructor\/classes\/([^/]+)\/?$/) || [])[1] || "";
+
 const ui = {
   connection: byId("connection"),
   filter: byId("filter"),
@@ -71,6 +76,9 @@ const ui = {
   queue: byId("w-queue"),
   receipts: byId("w-receipts"),
   timeline: byId("timeline-body"),
+  deleteSelected: byId("delete-selected"),
+  deleteIdle: byId("delete-idle"),
+  deleteMessage: byId("delete-message"),
 };
 
 const state = {
@@ -107,7 +115,7 @@ const indicator = new ConnectionIndicator(ui.connection);
 function connect() {
   if (state.stopped) return;
   indicator.show("connecting", "Connecting…");
-  const ws = new WebSocket(socketURL("/instructor/ws"));
+  const ws = new WebSocket(socketURL(scope ? `/instructor/ws?class=${scope}` : "/instructor/ws"));
   state.socket = ws;
   let opened = false;
   ws.addEventListener("open", () => {
@@ -135,7 +143,7 @@ function connect() {
 async function loginEnded() {
   if (state.stopped) return true;
   try {
-    const resp = await fetch("/api/sessions", { credentials: "same-origin" });
+    const resp = await fetch(scope ? `/api/classes/${scope}` : "/api/sessions", { credentials: "same-origin" });
     return resp.status === 401;
   } catch {
     return false;
@@ -295,20 +303,53 @@ function updateRow(dom, row) {
   setText(dom.cells.lastActivity, localTime(row.lastActivity));
 }
 
-ui.filter.addEventListener("input", scheduleDraw);
+ui.filter.addEventListener("input", () => {
+  scheduleDraw();
+  saveView();
+});
+
+// The watched session, filter and sort live in the page's address, so a
+// reload, or a reload after a server restart, shows the same view.
+function saveView() {
+  const q = new URLSearchParams();
+  if (state.watching) q.set("watch", state.watching);
+  if (ui.filter.value) q.set("filter", ui.filter.value);
+  q.set("sort", `${state.sort.key}.${state.sort.dir > 0 ? "asc" : "desc"}`);
+  history.replaceState(null, "", `${location.pathname}?${q}`);
+}
+
+function restoreView() {
+  const q = new URLSearchParams(location.search);
+  ui.filter.value = q.get("filter") ?? "";
+  const [key, dir] = (q.get("sort") ?? "").split(".");
+  const button = key ? document.querySelector(`th button[data-sort="${CSS.escape(key)}"]`) : null;
+  if (button) {
+    state.sort = { key, dir: dir === "asc" ? 1 : -1 };
+    showSort(button);
+  }
+  const id = q.get("watch");
+  if (id) watch(id);
+}
+
+// showSort marks the sorted column on its header cell (aria-sort belongs to
+// the columnheader, not to the button in it).
+function showSort(button) {
+  for (const b of document.querySelectorAll("th button[data-sort]")) {
+    const th = b.closest("th");
+    if (b === button) th.setAttribute("aria-sort", state.sort.dir > 0 ? "ascending" : "descending");
+    else th.removeAttribute("aria-sort");
+  }
+}
 
 document.querySelector("#overview thead").addEventListener("click", (e) => {
   const button = e.target.closest("button[data-sort]");
   if (!button) return;
   const key = button.dataset.sort;
   state.sort = { key, dir: state.sort.key === key ? -state.sort.dir : 1 };
-  for (const b of document.querySelectorAll("th button[data-sort]")) {
-    const th = b.closest("th");
-    if (b === button) th.setAttribute("aria-sort", state.sort.dir > 0 ? "ascending" : "descending");
-    else th.removeAttribute("aria-sort");
-  }
+  showSort(button);
   state.resort = true;
   scheduleDraw();
+  saveView();
 });
 
 ui.table.addEventListener("pointerenter", () => {
@@ -367,6 +408,7 @@ function watch(id) {
   ui.watchedExport.href = `/api/sessions/${encodeURIComponent(id)}/export`;
   send({ type: "watch", session: id });
   scheduleDraw();
+  saveView();
 }
 
 function renderWatched(s) {
@@ -453,7 +495,8 @@ ui.injection.addEventListener("change", showInjectionFields);
 function injectionBody() {
   const body = {};
   const target = ui.target.value;
-  if (target === "all") body.all = true;
+  if (target === "all" && scope) body.class = scope;
+  else if (target === "all") body.sessions = [...state.rows.keys()];
   else if (target === "watched") body.sessions = state.watching ? [state.watching] : [];
   else body.sessions = [...state.selected];
   if ((body.sessions ?? [1]).length === 0) {
@@ -515,5 +558,50 @@ ui.inject.addEventListener("click", async () => {
   }
 });
 
+// ---- deleting sessions ------------------------------------------------------
+
+async function deleteSessions(body, what) {
+  if (state.stopped || !confirm(`Delete ${what}? Their students' work is gone for good.`)) return;
+  let resp;
+  let out = {};
+  try {
+    resp = await fetch("/api/sessions/delete", {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    if (resp.status === 401) {
+      stop();
+      return;
+    }
+    out = await resp.json();
+  } catch {
+    setText(ui.deleteMessage, "The deletion did not reach the server.");
+    return;
+  }
+  if (!resp.ok) {
+    setText(ui.deleteMessage, str(out?.error) || `The server refused the deletion (${resp.status}).`);
+    return;
+  }
+  const gone = list(out.deleted);
+  for (const id of gone) state.selected.delete(id);
+  setText(ui.deleteMessage, `Deleted ${gone.length} session${gone.length === 1 ? "" : "s"}.`);
+}
+
+ui.deleteSelected.addEventListener("click", () => {
+  const ids = [...state.selected];
+  if (ids.length === 0) {
+    setText(ui.deleteMessage, "Select at least one session.");
+    return;
+  }
+  deleteSessions({ sessions: ids }, `${ids.length} selected session${ids.length === 1 ? "" : "s"}`);
+});
+ui.deleteIdle.hidden = scope !== "";
+ui.deleteIdle.addEventListener("click", () =>
+  deleteSessions({ idleOpenLab: true }, "every open-lab session idle for over an hour"),
+);
+
 showInjectionFields();
+restoreView();
 connect();

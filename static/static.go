@@ -6,9 +6,10 @@ package static
 import "embed"
 
 // Files holds the pages the server serves (lab.html at /lab/{id},
-// instructor.html and instructor-login.html under /instructor), and the
+// instructor.html and instructor-login.html under /instructor, projector.html
+// for a class, join.html the template of /join and /j/{code}), and the
 // stylesheets and scripts they load from /static/<name>; dom.js is the module
 // of helpers the scripts share.
 //
-//go:embed lab.html lab.css lab.js dom.js instructor.html instructor-login.html instructor.css instructor.js instructor-login.js
+//go:embed lab.html lab.css lab.js dom.js instructor.html instructor-login.html instructor.css instructor.js instructor-login.js join.html join.css projector.html projector.css projector.js classes.js classtitle.js
 var Files embed.FS

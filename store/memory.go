@@ -13,10 +13,12 @@ import (
 // Memory keeps sessions in process memory: for tests and demos, gone when
 // the process exits. It behaves as SQLite does, minus durability.
 //
-// Ownership: mu guards sessions and closed; records are copied in and out.
+// Ownership: mu guards sessions, classes and closed; records are copied in
+// and out.
 type Memory struct {
 	mu       sync.Mutex
 	sessions map[string]*memSession
+	classes  memClasses // memory_classes.go
 	closed   bool
 }
 
@@ -98,6 +100,7 @@ func (m *Memory) Delete(_ context.Context, ids []string) error {
 	}
 	for _, id := range ids {
 		delete(m.sessions, id)
+		delete(m.classes.members, id)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,6 +43,27 @@ var migrations = [][]string{
 			PRIMARY KEY (session, seq)
 		) WITHOUT ROWID`,
 	},
+	2: classesSchema, // store/sqlite_classes.go
+	// recent takes appends in the order they come (see SQLite); the mover
+	// takes them into events in the background.
+	3: {
+		`CREATE TABLE recent (
+			pos          INTEGER PRIMARY KEY,
+			session      TEXT NOT NULL,
+			seq          INTEGER NOT NULL,
+			time         INTEGER NOT NULL,
+			actor        TEXT NOT NULL,
+			kind         TEXT NOT NULL,
+			message      INTEGER NOT NULL DEFAULT 0,
+			message_kind TEXT NOT NULL DEFAULT '',
+			message_from TEXT NOT NULL DEFAULT '',
+			raw          BLOB NOT NULL DEFAULT x'',
+			key_run      TEXT NOT NULL DEFAULT '',
+			key_call     TEXT NOT NULL DEFAULT '',
+			run          TEXT NOT NULL DEFAULT '',
+			notice       TEXT NOT NULL DEFAULT ''
+		)`,
+	},
 }
 
 // SchemaVersion is the schema this build writes.
@@ -62,9 +84,23 @@ type Options struct {
 	// corrupt the file. An fsync costs every change about half a
 	// millisecond on our machines (BENCHMARKS.md, rtt-durable).
 	FullSync bool
+
+	// every is the mover's and checkpointer's period; default 1 s. Tests
+	// set it long, so that rows stay in recent.
+	every time.Duration
 }
 
 // SQLite is the durable store: one SQLite file in WAL mode.
+//
+// An append is one row inserted into the table recent, whose rows are kept
+// in arrival order: every append of a group commit lands on the same last
+// page or two, so a commit writes a page or two to the log however many
+// sessions it carries. events, which keeps each session's rows together for
+// reading, would put every session's row on a page of its own (about 1.7
+// pages written per append with 50 sessions appending, BENCHMARKS.md). The
+// mover takes recent's rows into events once a second, in chunks, through
+// the writer; a session's rows touched many times in that second are then
+// written once. Reads see both tables in one statement, so one snapshot.
 //
 // Ownership: one writer goroutine, started by OpenSQLite and stopped by
 // Close, owns every write. Appends hand it their work over reqs and wait for
@@ -76,9 +112,26 @@ type SQLite struct {
 	path     string
 	db       *sql.DB
 	maxBatch int
-	// Appends' statements, prepared once: parsing them again on every
-	// commit cost more than the commit.
-	insertSession, renameSession, insertEvent *sql.Stmt
+	every    time.Duration
+	// wconn is the writer's own connection, and the statements prepared
+	// on it once: parsing them again on every commit cost more than the
+	// commit, BEGIN and COMMIT included (database/sql's Tx parses both each
+	// time). inserts[n] inserts n rows into recent, prepared when first
+	// needed. All are owned by the writer goroutine (and OpenSQLite before
+	// it starts); args and rows are its scratch space.
+	wconn                                 *sql.Conn
+	begin, commitTx, rollback             *sql.Stmt
+	insertSession, renameSession, lastSeq *sql.Stmt
+	inserts                               [maxInsertRows + 1]*sql.Stmt
+	args                                  []any
+	rows                                  []*row
+
+	// seqs is the last committed seq of each session appended since open,
+	// and txSeqs those of the transaction being built (0: deleted in it);
+	// both are owned by the writer goroutine (requests' ops run on it). An
+	// append must be its session's next seq, as in Memory: recent has no
+	// key that would refuse a duplicate.
+	seqs, txSeqs map[string]uint64
 
 	reqs      chan request  // unbuffered: a send succeeds only when the writer takes it
 	quit      chan struct{} // closed by Close
@@ -87,17 +140,27 @@ type SQLite struct {
 	closeOnce sync.Once
 }
 
-// request is one unit of write work; res receives its outcome.
+// request is one unit of write work: op, then (for an append) the row to
+// insert into recent with the batch's others in one statement; res
+// receives its outcome.
 type request struct {
-	op  func(*sql.Tx) error
+	op  func(*sql.Conn) error
+	row *row
 	res chan error // buffered, 1
 }
+
+// maxInsertRows bounds the rows of one INSERT statement (13 parameters a
+// row; SQLite allows 32766).
+const maxInsertRows = 32
 
 // OpenSQLite opens (creating it and its directory on first use) the SQLite
 // file at path, migrates it to SchemaVersion and starts its writer.
 func OpenSQLite(path string, opt Options) (*SQLite, error) {
 	if opt.MaxBatch <= 0 {
 		opt.MaxBatch = 256
+	}
+	if opt.every <= 0 {
+		opt.every = time.Second
 	}
 	if opt.BusyTimeout <= 0 {
 		opt.BusyTimeout = 2 * time.Second
@@ -130,19 +193,35 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 		return nil, fmt.Errorf("opening the lab's data file %s: %w", path, err)
 	}
 	s := &SQLite{
-		path: path, db: db, maxBatch: opt.MaxBatch,
+		path: path, db: db, maxBatch: opt.MaxBatch, every: opt.every,
 		reqs: make(chan request), quit: make(chan struct{}), done: make(chan struct{}), cpDone: make(chan struct{}),
+		seqs: make(map[string]uint64), txSeqs: make(map[string]uint64),
+	}
+	if s.wconn, err = db.Conn(context.Background()); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("opening the lab's data file %s: %w", path, err)
 	}
 	for _, p := range []struct {
 		stmt **sql.Stmt
 		sql  string
-	}{{&s.insertSession, insertSessionSQL}, {&s.renameSession, renameSessionSQL}, {&s.insertEvent, insertEventSQL}} {
-		if *p.stmt, err = db.Prepare(p.sql); err != nil {
+	}{
+		// IMMEDIATE: take the write lock at BEGIN, where busy_timeout applies.
+		{&s.begin, `BEGIN IMMEDIATE`}, {&s.commitTx, `COMMIT`}, {&s.rollback, `ROLLBACK`},
+		{&s.insertSession, insertSessionSQL}, {&s.renameSession, renameSessionSQL}, {&s.lastSeq, lastSeqSQL},
+	} {
+		if *p.stmt, err = s.wconn.PrepareContext(context.Background(), p.sql); err != nil {
+			s.wconn.Close()
 			db.Close()
 			return nil, fmt.Errorf("preparing statements on %s: %w", path, err)
 		}
 	}
 	go s.writer()
+	// Rows a crash left in recent move first: seqs then covers every
+	// session with rows in recent.
+	if err := s.move(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("opening the lab's data file %s: %w", path, err)
+	}
 	go s.checkpointer()
 	return s, nil
 }
@@ -227,18 +306,73 @@ func (s *SQLite) commit(batch []request) {
 }
 
 func (s *SQLite) inTx(batch []request) error {
-	tx, err := s.db.BeginTx(context.Background(), nil)
-	if err != nil {
+	if _, err := s.begin.Exec(); err != nil {
 		return fmt.Errorf("beginning a transaction: %w", err)
 	}
+	clear(s.txSeqs)
+	s.rows = s.rows[:0]
 	for _, r := range batch {
-		if err := r.op(tx); err != nil {
-			tx.Rollback()
+		if r.row == nil {
+			// Any other work sees the rows appended before it.
+			if err := s.insertRows(); err != nil {
+				s.rollback.Exec()
+				return err
+			}
+		}
+		if err := r.op(s.wconn); err != nil {
+			s.rollback.Exec()
 			return err
 		}
+		if r.row != nil {
+			s.rows = append(s.rows, r.row)
+		}
 	}
-	if err := tx.Commit(); err != nil {
+	if err := s.insertRows(); err != nil {
+		s.rollback.Exec()
+		return err
+	}
+	if _, err := s.commitTx.Exec(); err != nil {
+		// A COMMIT that failed (busy) leaves the transaction open.
+		s.rollback.Exec()
 		return fmt.Errorf("committing: %w", err)
+	}
+	for id, seq := range s.txSeqs {
+		if seq == 0 {
+			delete(s.seqs, id)
+		} else {
+			s.seqs[id] = seq
+		}
+	}
+	return nil
+}
+
+// insertRows inserts s.rows into recent in arrival order, up to
+// maxInsertRows a statement (one statement per group commit, usually), and
+// empties s.rows.
+func (s *SQLite) insertRows() error {
+	defer func() { s.rows = s.rows[:0] }()
+	for rows := s.rows; len(rows) > 0; {
+		n := min(len(rows), maxInsertRows)
+		stmt := s.inserts[n]
+		if stmt == nil {
+			q := insertEventSQL + strings.Repeat(`, `+insertEventValues, n-1)
+			var err error
+			if stmt, err = s.wconn.PrepareContext(context.Background(), q); err != nil {
+				return err
+			}
+			s.inserts[n] = stmt
+		}
+		s.args = s.args[:0]
+		for _, w := range rows[:n] {
+			s.args = append(s.args, w.session, w.seq, w.timeMs, w.actor, w.kind, w.message,
+				w.msgKind, w.msgFrom, w.raw, w.keyRun, w.keyCall, w.run, w.notice)
+		}
+		_, err := stmt.Exec(s.args...)
+		clear(s.args) // drop references to the rows' text
+		if err != nil {
+			return err
+		}
+		rows = rows[n:]
 	}
 	return nil
 }
@@ -246,8 +380,13 @@ func (s *SQLite) inTx(batch []request) error {
 // write hands op to the writer and waits for its transaction's outcome.
 // Once handed over, it waits for the commit even if ctx ends: returning
 // early would report as failed a change that may yet be stored.
-func (s *SQLite) write(ctx context.Context, op func(*sql.Tx) error) error {
-	r := request{op: op, res: make(chan error, 1)}
+func (s *SQLite) write(ctx context.Context, op func(*sql.Conn) error) error {
+	return s.send(ctx, request{op: op, res: make(chan error, 1)})
+}
+
+// send hands r to the writer and waits for its transaction's outcome, as
+// write does.
+func (s *SQLite) send(ctx context.Context, r request) error {
 	select {
 	case s.reqs <- r:
 	case <-s.quit:
@@ -258,27 +397,75 @@ func (s *SQLite) write(ctx context.Context, op func(*sql.Tx) error) error {
 	return <-r.res
 }
 
+// eventCols are the columns events and recent share.
+const eventCols = `session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice`
+
 const (
-	insertEventSQL = `INSERT INTO events (session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertEventValues = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertEventSQL    = `INSERT INTO recent (` + eventCols + `) VALUES ` + insertEventValues
+	// A session with no row in recent has all of them in events.
+	lastSeqSQL = `SELECT COALESCE(MAX(seq), 0) FROM events WHERE session = ?`
 	// A session's row is written with its first event; its last activity is
 	// its newest event's time, so an append writes one row, not two.
 	insertSessionSQL = `INSERT INTO sessions (id, created) VALUES (?, ?)`
 	renameSessionSQL = `UPDATE sessions SET name = ? WHERE id = ?`
 )
 
-// checkpointer copies the write-ahead log into the database once a second,
-// beside the writer (a PASSIVE checkpoint never blocks it), so that commits
-// never wait for a checkpoint and the log stays small. It stops with Close.
+// moveChunk bounds the rows one move transaction takes: appends that
+// arrive meanwhile wait behind it, and commit between chunks. A chunk must
+// hold many rows of each session for the move to write each page once:
+// 256 rows cost the appends of 50 closed loops 5 µs each more than 1,024
+// (BenchmarkAppendLoops), 64 rows 15 µs.
+const moveChunk = 1024
+
+// move takes recent's rows into events, oldest first, a chunk per
+// transaction through the writer (appends waiting there commit between
+// chunks), until the rows there when it started are all moved.
+func (s *SQLite) move() error {
+	ctx := context.Background()
+	var end sql.NullInt64
+	if err := s.db.QueryRowContext(ctx, `SELECT MAX(pos) FROM recent`).Scan(&end); err != nil {
+		return fmt.Errorf("moving recent events: %w", err)
+	}
+	for end.Valid {
+		var lo sql.NullInt64
+		if err := s.db.QueryRowContext(ctx, `SELECT MIN(pos) FROM recent`).Scan(&lo); err != nil {
+			return fmt.Errorf("moving recent events: %w", err)
+		}
+		if !lo.Valid || lo.Int64 > end.Int64 {
+			return nil
+		}
+		hi := min(lo.Int64+moveChunk-1, end.Int64)
+		err := s.write(ctx, func(c *sql.Conn) error {
+			if _, err := c.ExecContext(ctx, `INSERT INTO events (`+eventCols+`) SELECT `+eventCols+` FROM recent WHERE pos <= ? ORDER BY pos`, hi); err != nil {
+				return err
+			}
+			_, err := c.ExecContext(ctx, `DELETE FROM recent WHERE pos <= ?`, hi)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("moving recent events: %w", err)
+		}
+	}
+	return nil
+}
+
+// checkpointer moves recent appends into events and copies the write-ahead
+// log into the database once a second, beside the writer (a PASSIVE
+// checkpoint never blocks it), so that commits never wait for a checkpoint
+// and the log stays small. It stops with Close.
 func (s *SQLite) checkpointer() {
 	defer close(s.cpDone)
-	tick := time.NewTicker(time.Second)
+	tick := time.NewTicker(s.every)
 	defer tick.Stop()
 	for {
 		select {
 		case <-s.quit:
 			return
 		case <-tick.C:
+			// A failure is no one's change: the rows stay in recent, where
+			// reads find them, and the next tick tries again.
+			s.move()
 			s.checkpoint()
 		}
 	}
@@ -296,21 +483,34 @@ func (s *SQLite) Append(ctx context.Context, r Record) error {
 	if err != nil {
 		return err
 	}
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	// The writer checks the seq and writes the session's row here, then
+	// inserts w with the rest of its batch.
+	err = s.send(ctx, request{row: &w, res: make(chan error, 1), op: func(c *sql.Conn) error {
+		last, ok := s.txSeqs[w.session]
+		if !ok {
+			last, ok = s.seqs[w.session]
+		}
+		if !ok {
+			if err := s.lastSeq.QueryRow(w.session).Scan(&last); err != nil {
+				return err
+			}
+		}
+		if uint64(w.seq) != last+1 {
+			return fmt.Errorf("seq %d, want %d", w.seq, last+1)
+		}
+		s.txSeqs[w.session] = uint64(w.seq)
 		if w.seq == 1 {
-			if _, err := tx.Stmt(s.insertSession).Exec(w.session, w.timeMs); err != nil {
+			if _, err := s.insertSession.Exec(w.session, w.timeMs); err != nil {
 				return err
 			}
 		}
 		if r.Event.Kind == model.Renamed {
-			if _, err := tx.Stmt(s.renameSession).Exec(r.Event.Name, w.session); err != nil {
+			if _, err := s.renameSession.Exec(r.Event.Name, w.session); err != nil {
 				return err
 			}
 		}
-		_, err := tx.Stmt(s.insertEvent).Exec(w.session, w.seq, w.timeMs, w.actor, w.kind, w.message,
-			w.msgKind, w.msgFrom, w.raw, w.keyRun, w.keyCall, w.run, w.notice)
-		return err
-	})
+		return nil
+	}})
 	if err != nil {
 		return fmt.Errorf("appending session %s seq %d to %s: %w", r.Session, r.Seq, s.path, err)
 	}
@@ -319,12 +519,16 @@ func (s *SQLite) Append(ctx context.Context, r Record) error {
 
 // Delete removes the sessions with their events, in one transaction.
 func (s *SQLite) Delete(ctx context.Context, ids []string) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(c *sql.Conn) error {
 		for _, id := range ids {
-			if _, err := tx.Exec(`DELETE FROM events WHERE session = ?`, id); err != nil {
+			if _, err := c.ExecContext(context.Background(), `DELETE FROM events WHERE session = ?`, id); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(`DELETE FROM sessions WHERE id = ?`, id); err != nil {
+			if _, err := c.ExecContext(context.Background(), `DELETE FROM recent WHERE session = ?`, id); err != nil {
+				return err
+			}
+			s.txSeqs[id] = 0
+			if _, err := c.ExecContext(context.Background(), `DELETE FROM sessions WHERE id = ?`, id); err != nil {
 				return err
 			}
 		}
@@ -339,8 +543,8 @@ func (s *SQLite) Delete(ctx context.Context, ids []string) error {
 // Ready commits a write that changes nothing: it fails when the file is
 // read-only, locked by another process, or the disk is full.
 func (s *SQLite) Ready(ctx context.Context) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`UPDATE schema_version SET version = version`)
+	err := s.write(ctx, func(c *sql.Conn) error {
+		_, err := c.ExecContext(context.Background(), `UPDATE schema_version SET version = version`)
 		return err
 	})
 	if err != nil {
@@ -357,8 +561,9 @@ func (s *SQLite) Sessions(ctx context.Context) ([]Session, error) {
 	default:
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT id, name, created,
-		COALESCE((SELECT time FROM events WHERE session = sessions.id ORDER BY seq DESC LIMIT 1), created)
-		FROM sessions ORDER BY created, id`)
+		COALESCE(r.last, (SELECT time FROM events WHERE session = sessions.id ORDER BY seq DESC LIMIT 1), created)
+		FROM sessions LEFT JOIN (SELECT session, MAX(time) AS last FROM recent GROUP BY session) AS r ON r.session = sessions.id
+		ORDER BY created, id`)
 	if err != nil {
 		return nil, fmt.Errorf("listing sessions in %s: %w", s.path, err)
 	}
@@ -386,8 +591,8 @@ func (s *SQLite) Events(ctx context.Context, id string) ([]Record, error) {
 		return nil, ErrClosed
 	default:
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice
-		FROM events WHERE session = ? ORDER BY seq`, id)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+eventCols+` FROM events WHERE session = ?
+		UNION ALL SELECT `+eventCols+` FROM recent WHERE session = ? ORDER BY seq`, id, id)
 	if err != nil {
 		return nil, fmt.Errorf("reading session %s from %s: %w", id, s.path, err)
 	}
@@ -417,6 +622,7 @@ func (s *SQLite) Close() error {
 		close(s.quit)
 		<-s.done
 		<-s.cpDone
+		s.wconn.Close() // the writer has exited
 		s.checkpoint()
 		err = s.db.Close()
 	})

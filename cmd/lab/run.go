@@ -11,6 +11,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"slices"
@@ -87,6 +88,7 @@ func settings(c *config) []setting {
 		{"max-conns", "LAB_MAX_CONNS", "open WebSockets in all; more are answered 503", intValue{&sc.MaxConns}},
 		{"max-session-conns", "LAB_MAX_SESSION_CONNS", "open WebSockets per session; more are answered 503", intValue{&sc.MaxSessionConns}},
 		{"max-sessions", "LAB_MAX_SESSIONS", "sessions held at most (idle ones expire after -session-ttl); a new one past it is answered 503", intValue{&sc.MaxSessions}},
+		{"public-url", "LAB_PUBLIC_URL", "address students reach the lab at, such as http://192.168.1.20:8080, for join links and QR codes (default: this machine's LAN address when listening on all interfaces)", urlValue{&sc.PublicURL}},
 	}
 }
 
@@ -223,6 +225,26 @@ func (v cidrsValue) Set(s string) error {
 		nets = append(nets, n)
 	}
 	*v.p = nets
+	return nil
+}
+
+// urlValue is an absolute http or https URL with a host and nothing after
+// the path; a trailing slash is dropped.
+type urlValue struct{ p *string }
+
+func (v urlValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v urlValue) Set(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return errors.New("want an address such as http://192.168.1.20:8080 or https://lab.example.org")
+	}
+	*v.p = strings.TrimSuffix(s, "/")
 	return nil
 }
 
@@ -383,15 +405,21 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	} else {
 		log.Warn("sessions are kept in memory only and are lost when the lab stops")
 	}
-	lab, err := server.New(scfg)
-	if err != nil {
-		return fmt.Errorf("configuring the server: %w", err)
-	}
 	// The lab starts (loads the sessions, starts its janitor) only once it
-	// can listen, so a failed listen leaves nothing running.
+	// can listen, so a failed listen leaves nothing running; it is built
+	// after listening because join URLs need the port when -addr asks for
+	// any.
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.addr, err)
+	}
+	if scfg.PublicURL == "" {
+		scfg.PublicURL = lanURL(ln.Addr(), interfaceAddrs())
+	}
+	lab, err := server.New(scfg)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("configuring the server: %w", err)
 	}
 	if err := lab.Start(ctx); err != nil {
 		ln.Close()
@@ -405,9 +433,11 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	}
 	served := make(chan error, 1)
 	go func() { served <- httpServer.Serve(ln) }()
-	fmt.Fprintf(stdout, "Tool-call Outcomes Lab: students open %s\n", publicURL(ln.Addr()))
-	// Printed once, to stdout only (never to the log), like Jupyter's token.
-	fmt.Fprintf(stdout, "Instructor console: %sinstructor\n", publicURL(ln.Addr()))
+	// Students need an address they can reach (the LAN address or
+	// -public-url), never localhost; the console is opened on this machine.
+	fmt.Fprintf(stdout, "Tool-call Outcomes Lab: students open %s/\n", strings.TrimSuffix(scfg.PublicURL, "/"))
+	fmt.Fprintf(stdout, "Classes: students join at %s/join (set -public-url if they cannot reach it)\n", strings.TrimSuffix(scfg.PublicURL, "/"))
+	fmt.Fprintf(stdout, "Instructor console: %sinstructor (on this machine)\n", publicURL(ln.Addr()))
 	if generated {
 		fmt.Fprintf(stdout, "Instructor token (generated; set -instructor-token or LAB_INSTRUCTOR_TOKEN to choose one): %s\n", scfg.InstructorToken)
 	}
@@ -443,6 +473,47 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	}
 	<-served // Serve has returned ErrServerClosed
 	return nil
+}
+
+// interfaceAddrs lists this machine's addresses; none if they cannot be read.
+func interfaceAddrs() []net.Addr {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	return addrs
+}
+
+// lanURL is where students on the same network reach a lab listening on
+// addr: a wildcard listen address becomes this machine's LAN address (a
+// private IPv4 address first, then any other global one), since loopback
+// is no address a student's phone can open; a specific host stays.
+func lanURL(addr net.Addr, ifaces []net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String()
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+		var global string
+		for _, a := range ifaces {
+			n, ok := a.(*net.IPNet)
+			if !ok || n.IP.To4() == nil || !n.IP.IsGlobalUnicast() {
+				continue
+			}
+			if n.IP.IsPrivate() {
+				global = n.IP.String()
+				break
+			}
+			if global == "" {
+				global = n.IP.String()
+			}
+		}
+		if global != "" {
+			host = global
+		}
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // publicURL is the address to print for people: a wildcard host becomes localhost.

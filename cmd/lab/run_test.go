@@ -178,7 +178,7 @@ func TestInstructorToken(t *testing.T) {
 				cancel()
 				<-exited
 			}()
-			console := regexp.MustCompile(`Instructor console: (http://\S+)/instructor\n`)
+			console := regexp.MustCompile(`Instructor console: (http://\S+)/instructor `)
 			var base string
 			for deadline := time.Now().Add(10 * time.Second); base == ""; {
 				if m := console.FindStringSubmatch(stdout.String()); m != nil {

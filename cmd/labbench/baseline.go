@@ -15,11 +15,16 @@ import (
 )
 
 // baseline is the reference server: plain net/http and coder/websocket on
-// the lab's paths, one fixed state-sized frame per received frame to every
+// the lab's paths, one state-sized frame per received frame to every
 // connection of the session, and one on connect. It is what a lab server
-// costs at the least, so the lab is measured as a ratio of it.
+// costs at the least, so the lab is measured as a ratio of it: per op it
+// reads the frame (into a pooled buffer, not decoded), copies the prepared
+// frame with the session's seq into a pooled buffer and writes it to each
+// connection from the reading goroutine. Nothing is allocated per op but
+// what coder/websocket allocates itself, and an idle connection holds no
+// buffer of ours.
 type baseline struct {
-	mu       sync.Mutex
+	mu       sync.Mutex // guards sessions and every baseSession's fields
 	sessions map[string]*baseSession
 }
 
@@ -27,6 +32,10 @@ type baseSession struct {
 	seq   uint64
 	conns map[*websocket.Conn]struct{}
 }
+
+// framePool holds frame buffers between ops: a frame lives from the copy to
+// the end of its fan-out.
+var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 func (b *baseline) handler() http.Handler {
 	mux := http.NewServeMux()
@@ -42,6 +51,10 @@ func (b *baseline) socket(w http.ResponseWriter, r *http.Request) {
 	}
 	defer ws.CloseNow()
 	ws.SetReadLimit(1 << 20)
+	// No deadline on writes: a context with a timeout allocates a timer per
+	// op. A client that stops reading is closed by the bench, which ends
+	// the write blocked on it.
+	ctx := context.Background()
 
 	b.mu.Lock()
 	s := b.sessions[id]
@@ -50,7 +63,7 @@ func (b *baseline) socket(w http.ResponseWriter, r *http.Request) {
 		b.sessions[id] = s
 	}
 	s.conns[ws] = struct{}{}
-	first := appendBaselineFrame(nil, id, s.seq)
+	seq := s.seq
 	b.mu.Unlock()
 	defer func() {
 		b.mu.Lock()
@@ -58,38 +71,46 @@ func (b *baseline) socket(w http.ResponseWriter, r *http.Request) {
 		b.mu.Unlock()
 	}()
 
-	if !writeBounded(ws, first) {
+	if !b.write(ctx, []*websocket.Conn{ws}, id, seq) {
 		return
 	}
 	var to []*websocket.Conn
 	for {
-		if _, _, err := ws.Read(context.Background()); err != nil {
+		_, rd, err := ws.Reader(ctx)
+		if err != nil {
+			return
+		}
+		// io.Discard reads through a pooled buffer.
+		if _, err := io.Copy(io.Discard, rd); err != nil {
 			return
 		}
 		b.mu.Lock()
 		s.seq++
-		frame := appendBaselineFrame(make([]byte, 0, len(first)+8), id, s.seq)
+		seq := s.seq
 		to = to[:0]
 		for c := range s.conns {
 			to = append(to, c)
 		}
 		b.mu.Unlock()
-		// Written from the reading goroutine, outside the lock: the least a
-		// server can do. A slow connection holds up its session's senders.
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		for _, c := range to {
-			if err := c.Write(ctx, websocket.MessageText, frame); err != nil {
-				c.CloseNow()
-			}
-		}
-		cancel()
+		b.write(ctx, to, id, seq)
 	}
 }
 
-func writeBounded(ws *websocket.Conn, frame []byte) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return ws.Write(ctx, websocket.MessageText, frame) == nil
+// write sends the state frame at seq to every connection in to, outside
+// the lock, from the calling goroutine; it reports whether all writes went.
+func (b *baseline) write(ctx context.Context, to []*websocket.Conn, id string, seq uint64) bool {
+	buf := framePool.Get().(*[]byte)
+	frame := appendBaselineFrame((*buf)[:0], id, seq)
+	ok := true
+	for _, c := range to {
+		if err := c.Write(ctx, websocket.MessageText, frame); err != nil {
+			c.CloseNow()
+			ok = false
+		}
+	}
+	*buf = frame
+	framePool.Put(buf)
+	return ok
 }
 
 // baselineTail is a real-looking state frame after its seq: a run with five

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -32,11 +33,18 @@ type bench struct {
 	scaleInterval time.Duration
 	labBin        string
 	labFlags      []string
+	labs          []string // lab configurations measured: default, memory
+	instructor    bool     // class: an instructor watches (lab only)
 	self          string
 	stderr        io.Writer
 }
 
-var allScenarios = []string{"rtt", "rtt-durable", "class", "idle", "throughput", "slow", "scale"}
+var allScenarios = []string{"rtt", "class", "idle", "throughput", "slow", "scale"}
+
+// allLabs are the lab's configurations: "default" is the lab started as the
+// README starts it (its SQLite file ./lab-data/lab.db, in a fresh temporary
+// working directory), "memory" the same with -data :memory:.
+var allLabs = []string{"default", "memory"}
 
 // run is the whole program; it returns the exit status: 0 when the
 // benchmark ran (whether or not goals were met), 1 when it broke, 2 for bad
@@ -70,8 +78,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*bench, error) {
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scen := fs.String("scenarios", "rtt,rtt-durable,class,idle,throughput,slow", "comma-separated scenarios: "+strings.Join(allScenarios, ", ")+" (scale is 5,000 connections, lab only, run once)")
+	scen := fs.String("scenarios", "rtt,class,idle,throughput", "comma-separated scenarios: "+strings.Join(allScenarios, ", ")+" (scale is 5,000 connections, lab only, run once)")
+	labs := fs.String("labs", "default,memory", "comma-separated lab configurations: default (SQLite file, as the README starts it), memory (-data :memory:)")
 	b := &bench{stderr: stderr}
+	fs.BoolVar(&b.instructor, "instructor", false, "class: an instructor connection watches the class on the lab, and its overview lag is reported")
 	fs.DurationVar(&b.duration, "duration", 3*time.Second, "measured time of one scenario against one server (a fifth more warms up)")
 	fs.IntVar(&b.sessions, "sessions", 30, "class: sessions")
 	fs.IntVar(&b.tabs, "tabs", 3, "class: tabs per session")
@@ -85,7 +95,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*b
 	fs.StringVar(&b.labBin, "lab-bin", getenv("LABBENCH_LAB_BIN"), "lab binary to measure (default: go build ./cmd/lab into a temp dir)")
 	labFlags := fs.String("lab-flags", "", `extra lab flags, space-separated, e.g. "-data /tmp/x.db"`)
 	short := fs.Bool("short", false, "a smoke run of a few seconds (CI): one rep, small loads")
-	if err := fs.Parse(args[1:]); err != nil {
+	err := fs.Parse(args[1:])
+	if err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -107,18 +118,13 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*b
 		def("idle", &b.idle, 100)
 		def("loops", &b.loops, 5)
 	}
-	for _, s := range strings.Split(*scen, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		if !slices.Contains(allScenarios, s) {
-			return nil, fmt.Errorf("-scenarios: unknown scenario %q (want %s)", s, strings.Join(allScenarios, ", "))
-		}
-		b.scenarios = append(b.scenarios, s)
+	if b.scenarios, err = list("-scenarios", *scen, allScenarios); err != nil {
+		return nil, err
+	}
+	if b.labs, err = list("-labs", *labs, allLabs); err != nil {
+		return nil, err
 	}
 	switch {
-	case len(b.scenarios) == 0:
-		return nil, errors.New("-scenarios: none given")
 	case b.duration <= 0 || b.interval <= 0 || b.scaleInterval <= 0:
 		return nil, errors.New("-duration and the intervals must be positive")
 	case b.sessions < 1 || b.tabs < 2 || b.idle < 1 || b.loops < 1 || b.reps < 1 || b.scaleSessions < 1 || b.scaleTabs < 2:
@@ -133,12 +139,35 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*b
 	return b, nil
 }
 
+// list parses a comma-separated flag value whose items must be in known.
+func list(flagName, value string, known []string) ([]string, error) {
+	var out []string
+	for _, s := range strings.Split(value, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if !slices.Contains(known, s) {
+			return nil, fmt.Errorf("%s: unknown value %q (want %s)", flagName, s, strings.Join(known, ", "))
+		}
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: none given", flagName)
+	}
+	return out, nil
+}
+
 // target is a server kind: how to start a fresh one.
 type target struct {
 	name string
 	bin  string
 	args []string
 	env  []string
+	// freshDir runs each server in a fresh temporary working directory,
+	// removed after it: the default lab creates ./lab-data/lab.db there.
+	freshDir bool
 }
 
 func (b *bench) run(ctx context.Context, stdout io.Writer) error {
@@ -159,17 +188,26 @@ func (b *bench) run(ctx context.Context, stdout io.Writer) error {
 			return fmt.Errorf("building the lab (run from the module, or pass -lab-bin): %w", err)
 		}
 	}
-	lab := target{
-		name: "lab", bin: b.labBin,
-		// In memory unless -lab-flags says otherwise: the ratios compare
-		// the servers; rtt-durable measures the event log on its own.
-		args: append([]string{"-addr", "127.0.0.1:0", "-data", ":memory:"}, b.labFlags...),
-		// The workload is closed loops far above a person's click rate, so
-		// the per-connection frame limit is lifted (it still runs, and is
-		// measured); -lab-flags win over these.
-		env: append(os.Environ(), "LAB_FRAME_RATE=1000000", "LAB_FRAME_BURST=1000000", "LAB_INSTRUCTOR_TOKEN="+instructorToken),
+	// The workload is closed loops far above a person's click rate, so
+	// the per-connection frame limit is lifted (it still runs, and is
+	// measured); -lab-flags win over these. Every other protection keeps
+	// its default.
+	labEnv := append(os.Environ(), "LAB_FRAME_RATE=1000000", "LAB_FRAME_BURST=1000000", "LAB_INSTRUCTOR_TOKEN="+instructorToken)
+	var targets []target
+	for _, l := range b.labs {
+		t := target{name: l, bin: b.labBin, args: []string{"-addr", "127.0.0.1:0"}, env: labEnv}
+		switch l {
+		case "default":
+			// Exactly as the README starts it: no -data, so the log is
+			// ./lab-data/lab.db under the working directory, on the disk.
+			t.freshDir = true
+		case "memory":
+			t.args = append(t.args, "-data", ":memory:")
+		}
+		t.args = append(t.args, b.labFlags...)
+		targets = append(targets, t)
 	}
-	base := target{name: "baseline", bin: b.self, args: []string{"-serve-baseline", "127.0.0.1:0"}, env: os.Environ()}
+	targets = append(targets, target{name: "baseline", bin: b.self, args: []string{"-serve-baseline", "127.0.0.1:0"}, env: os.Environ()})
 
 	fmt.Fprintf(stdout, "labbench %s: %d reps, %v per measurement, open-file limit %d (inherited by both servers), lab flags %q\n",
 		time.Now().Format(time.RFC3339), b.reps, b.duration, nofile, strings.Join(b.labFlags, " "))
@@ -178,16 +216,17 @@ func (b *bench) run(ctx context.Context, stdout io.Writer) error {
 	}
 	res := results{}
 	for rep := range b.reps {
-		for _, sc := range b.scenarios {
-			order := []target{lab, base}
-			if rep%2 == 1 {
-				order = []target{base, lab}
-			}
+		for i, sc := range b.scenarios {
+			// Interleaved: every scenario runs against every server in
+			// turn, and who goes first rotates, so all share the noise.
+			order := slices.Clone(targets)
+			k := (rep + i) % len(order)
+			order = append(order[k:], order[:k]...)
 			if sc == "scale" {
 				if rep > 0 {
 					continue
 				}
-				order = []target{lab}
+				order = slices.DeleteFunc(order, func(t target) bool { return t.name == "baseline" })
 			}
 			for _, t := range order {
 				fmt.Fprintf(b.stderr, "rep %d/%d: %s on %s\n", rep+1, b.reps, sc, t.name)
@@ -195,6 +234,8 @@ func (b *bench) run(ctx context.Context, stdout io.Writer) error {
 				if err != nil {
 					return fmt.Errorf("%s on %s: %w", sc, t.name, err)
 				}
+				// Each rep's figures, for judging the medians' spread.
+				fmt.Fprintf(b.stderr, "  %s\n", m)
 				res.add(sc, t.name, m)
 			}
 		}
@@ -209,30 +250,28 @@ func (b *bench) run(ctx context.Context, stdout io.Writer) error {
 // measure runs one scenario against a fresh server of kind t, so that
 // memory and CPU are that scenario's alone.
 func (b *bench) measure(ctx context.Context, sc string, t target) (m metrics, err error) {
-	args := t.args
-	if sc == "rtt-durable" && t.name == "lab" {
-		// A fresh SQLite file on the disk, fsynced on every commit.
-		dir, err := os.MkdirTemp("", "labbench-data")
-		if err != nil {
-			return nil, fmt.Errorf("making a data dir: %w", err)
+	dir := ""
+	if t.freshDir {
+		// Under the temp dir, which is on the disk here (not tmpfs).
+		if dir, err = os.MkdirTemp("", "labbench-lab"); err != nil {
+			return nil, fmt.Errorf("making a working dir: %w", err)
 		}
 		defer os.RemoveAll(dir)
-		args = append(slices.Clone(args), "-data", filepath.Join(dir, "lab.db"))
 	}
-	srv, err := start(ctx, t.name, t.bin, args, t.env)
+	srv, err := start(ctx, t.name, t.bin, dir, t.args, t.env)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, srv.stop()) }()
 	switch sc {
-	case "rtt", "rtt-durable":
+	case "rtt":
 		return b.rtt(ctx, srv)
 	case "throughput":
 		return b.throughput(ctx, srv)
 	case "idle":
 		return b.idleConns(ctx, srv)
 	case "class":
-		r, err := b.class(ctx, srv, classShape{sessions: b.sessions, tabs: b.tabs, interval: b.interval, duration: b.duration})
+		r, err := b.class(ctx, srv, classShape{sessions: b.sessions, tabs: b.tabs, interval: b.interval, duration: b.duration, watch: b.instructor})
 		if err != nil {
 			return nil, err
 		}
@@ -256,6 +295,18 @@ func (b *bench) measure(ctx context.Context, sc string, t target) (m metrics, er
 		return metrics{"last-tab p50 ms": r.last.ms(50), "last-tab p99 ms": r.last.ms(99), "ops": float64(r.sender.len())}, nil
 	}
 	return nil, fmt.Errorf("unknown scenario %q", sc)
+}
+
+func (m metrics) String() string {
+	keys := slices.Sorted(maps.Keys(m))
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %.3g", k, m[k])
+	}
+	return b.String()
 }
 
 // results are every measurement, by scenario, then server.
@@ -286,12 +337,37 @@ func (r results) median(sc, server, metric string) (float64, bool) {
 	return (v[len(v)/2-1] + v[len(v)/2]) / 2, true
 }
 
-// row is one line of the table. goal > 0 is a ceiling on the ratio (or on
-// the lab's own value when onLab).
+// goal is a ceiling on the ratio lab ÷ baseline (or, when onLab, on the
+// lab's own value), per lab configuration: memory may have a tighter one.
+type goal struct {
+	def, memory float64
+	onLab       bool
+}
+
+func (g goal) of(lab string) float64 {
+	if lab == "memory" && g.memory > 0 {
+		return g.memory
+	}
+	return g.def
+}
+
+func (g goal) String() string {
+	var s string
+	if g.onLab {
+		s = "lab "
+	}
+	s += fmt.Sprintf("≤ %g", g.def)
+	if g.memory > 0 && g.memory != g.def {
+		s += fmt.Sprintf("; ≤ %g in memory", g.memory)
+	}
+	return s
+}
+
+// row is one line of the tables.
 type row struct {
 	scenario, metric string
-	goal             float64
-	onLab            bool
+	headline         string // its name in the headline table; "" keeps it to the details
+	goal             goal
 	derived          func(r results, server string) (float64, bool)
 }
 
@@ -307,73 +383,103 @@ func rows(b *bench) []row {
 	scaleName := fmt.Sprintf("last-tab p99 ms (%d conns)", b.scaleSessions*b.scaleTabs)
 	return []row{
 		{scenario: "rtt", metric: "p50 ms"},
-		{scenario: "rtt", metric: "p99 ms", goal: 1.5},
-		{scenario: "rtt-durable", metric: "p50 ms"},
-		{scenario: "rtt-durable", metric: "p99 ms", goal: 2},
+		{scenario: "rtt", metric: "p99 ms", goal: goal{def: 2, memory: 1.5},
+			headline: "rtt p99: 1 session, 1 tab, closed loop, a new session every 100 ops"},
 		{scenario: "class", metric: "sender p50 ms"},
 		{scenario: "class", metric: "sender p99 ms"},
 		{scenario: "class", metric: "last-tab p50 ms"},
-		{scenario: "class", metric: "last-tab p99 ms", goal: 1.5},
+		{scenario: "class", metric: "last-tab p99 ms", goal: goal{def: 1.5},
+			headline: fmt.Sprintf("class: %d sessions × %d tabs, an op per session every ~%v, last tab's p99", b.sessions, b.tabs, b.interval)},
 		{scenario: "class", metric: "instructor lag p50 ms"},
 		{scenario: "class", metric: "instructor lag p99 ms"},
-		{scenario: "idle", metric: "RSS KiB/conn", goal: 1.3},
+		{scenario: "idle", metric: "RSS KiB/conn", goal: goal{def: 1.3},
+			headline: fmt.Sprintf("RSS per idle connection, %d connections on %d sessions", b.idle, max(b.idle/10, 1))},
 		{scenario: "throughput", metric: "ops/s"},
-		{scenario: "throughput", metric: "CPU s/1000 ops", goal: 1.5},
+		{scenario: "throughput", metric: "CPU s/1000 ops", goal: goal{def: 2, memory: 1.5},
+			headline: fmt.Sprintf("server CPU per op: %d closed loops on %d sessions, a new session every 100 ops", b.loops, b.loops)},
 		{scenario: "slow", metric: "others p99 ms, no slow"},
 		{scenario: "slow", metric: "others p99 ms, slow"},
-		{scenario: "slow", metric: "slow ÷ no slow", goal: 1.2, onLab: true, derived: slowRatio},
+		{scenario: "slow", metric: "slow ÷ no slow", goal: goal{def: 1.2, onLab: true}, derived: slowRatio,
+			headline: "a connection that never reads: the others' p99 with it ÷ without"},
 		{scenario: "scale", metric: "ops"},
 		{scenario: "scale", metric: "last-tab p50 ms"},
-		{scenario: "scale", metric: scaleName, goal: 100, onLab: true, derived: func(r results, server string) (float64, bool) {
+		{scenario: "scale", metric: scaleName, goal: goal{def: 100, onLab: true}, derived: func(r results, server string) (float64, bool) {
 			return r.median("scale", server, "last-tab p99 ms")
-		}},
+		}, headline: fmt.Sprintf("scale: %d connections on %d sessions, last tab's p99 ms", b.scaleSessions*b.scaleTabs, b.scaleSessions)},
 	}
 }
 
+func (rw row) value(r results, server string) (float64, bool) {
+	if rw.derived != nil {
+		return rw.derived(r, server)
+	}
+	return r.median(rw.scenario, server, rw.metric)
+}
+
+// measured is what a row's goal is checked against for one lab: the ratio
+// lab ÷ baseline, or the lab's own value for goals onLab.
+func (rw row) measured(r results, lab string) (float64, bool) {
+	v, ok := rw.value(r, lab)
+	if !ok || rw.goal.onLab {
+		return v, ok
+	}
+	base, ok := rw.value(r, "baseline")
+	if !ok || base == 0 {
+		return 0, false
+	}
+	return v / base, true
+}
+
+// print writes the headline table (lab ÷ baseline per lab configuration,
+// against the goals, as issue 14 lays it out), then every median.
 func (r results) print(w io.Writer, b *bench) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tmetric\tlab\tbaseline\tratio\tgoal\t\t")
+	fmt.Fprintln(w, "\nlab ÷ baseline (medians of the reps):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head := "measure\tgoal"
+	for _, l := range b.labs {
+		head += "\t" + l
+	}
+	fmt.Fprintln(tw, head+"\t")
+	for _, rw := range rows(b) {
+		if rw.headline == "" || r[rw.scenario] == nil {
+			continue
+		}
+		line := rw.headline + "\t" + rw.goal.String()
+		for _, l := range b.labs {
+			v, ok := rw.measured(r, l)
+			switch {
+			case !ok:
+				line += "\t-"
+			case v <= rw.goal.of(l):
+				line += fmt.Sprintf("\t%.3g met", v)
+			default:
+				line += fmt.Sprintf("\t%.3g MISSED", v)
+			}
+		}
+		fmt.Fprintln(tw, line+"\t")
+	}
+	tw.Flush()
+
+	fmt.Fprintln(w, "\nmedians (times in ms):")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	servers := append(slices.Clone(b.labs), "baseline")
+	fmt.Fprintln(tw, "scenario\tmetric\t"+strings.Join(servers, "\t")+"\t")
 	for _, rw := range rows(b) {
 		if r[rw.scenario] == nil {
 			continue
 		}
-		get := func(server string) (float64, bool) {
-			if rw.derived != nil {
-				return rw.derived(r, server)
-			}
-			return r.median(rw.scenario, server, rw.metric)
-		}
-		lab, okL := get("lab")
-		base, okB := get("baseline")
-		cell := func(v float64, ok bool) string {
-			if !ok {
-				return "-"
-			}
-			return fmt.Sprintf("%.3g", v)
-		}
-		ratio, okR := 0.0, okL && okB && base != 0 && !rw.onLab
-		if okR {
-			ratio = lab / base
-		}
-		goal, verdict := "", ""
-		if rw.goal > 0 {
-			measured, ok := ratio, okR
-			if rw.onLab {
-				measured, ok = lab, okL
-				goal = fmt.Sprintf("lab ≤ %g", rw.goal)
+		line, any := rw.scenario+"\t"+rw.metric, false
+		for _, sv := range servers {
+			if v, ok := rw.value(r, sv); ok {
+				line += fmt.Sprintf("\t%.3g", v)
+				any = true
 			} else {
-				goal = fmt.Sprintf("≤ %g", rw.goal)
-			}
-			switch {
-			case !ok:
-				verdict = "n/a"
-			case measured <= rw.goal:
-				verdict = "met"
-			default:
-				verdict = "MISSED"
+				line += "\t-"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", rw.scenario, rw.metric, cell(lab, okL), cell(base, okB), cell(ratio, okR), goal, verdict)
+		if any {
+			fmt.Fprintln(tw, line+"\t")
+		}
 	}
 	tw.Flush()
 }

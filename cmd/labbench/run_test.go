@@ -19,8 +19,11 @@ func TestFlags(t *testing.T) {
 	if code := run(context.Background(), []string{"labbench", "-scenarios", "rtt,nope"}, func(string) string { return "" }, &stderr, &stderr); code != 2 || !strings.Contains(stderr.String(), `"nope"`) {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
 	}
+	if code := run(context.Background(), []string{"labbench", "-labs", "disk"}, func(string) string { return "" }, &stderr, &stderr); code != 2 || !strings.Contains(stderr.String(), `"disk"`) {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
 	b, err := parseFlags([]string{"labbench", "-short", "-reps", "2"}, func(string) string { return "" }, &stderr)
-	if err != nil || b.reps != 2 || b.idle != 100 || b.duration >= time.Second || len(b.scenarios) != 6 {
+	if err != nil || b.reps != 2 || b.idle != 100 || b.duration >= time.Second || len(b.scenarios) != 4 || len(b.labs) != 2 {
 		t.Fatalf("short: %+v, %v", b, err)
 	}
 }

@@ -28,21 +28,23 @@ type server struct {
 	base string // http://127.0.0.1:PORT
 	log  *tailBuffer
 	done chan error
+	lab  bool // a lab, not the baseline
 }
 
 var urlLine = regexp.MustCompile(`students open (http://127\.0\.0\.1:\d+)/`)
 
-// start runs bin with args, which must make it print its URL on stdout.
-func start(ctx context.Context, name, bin string, args, env []string) (*server, error) {
+// start runs bin with args in dir (the bench's own when empty), which must
+// make it print its URL on stdout.
+func start(ctx context.Context, name, bin, dir string, args, env []string) (*server, error) {
 	cmd := exec.Command(bin, args...)
-	cmd.Env = env
+	cmd.Env, cmd.Dir = env, dir
 	// A bench killed outright must not leave servers behind.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	s := &server{name: name, cmd: cmd, log: &tailBuffer{max: 16 << 10}, done: make(chan error, 1)}
+	s := &server{name: name, cmd: cmd, log: &tailBuffer{max: 16 << 10}, done: make(chan error, 1), lab: name != "baseline"}
 	cmd.Stderr = s.log
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s (%s): %w", name, bin, err)

@@ -1,0 +1,172 @@
+// Classes in the instructor console. On /instructor: the list of classes
+// (create, console, projector, close or reopen, a new key, delete after
+// confirmation) above the open lab's table. On /instructor/classes/{id}:
+// the class's heading, code and links. The table, the session view and
+// injections are instructor.js's, scoped to the class by the same path.
+// Server text goes through textContent only (dom.js).
+
+import { byId, list as items, setText, str } from "./dom.js";
+
+const scope = classScope();
+
+// classScope is the class id of a class console's path, "" on /instructor.
+export function classScope() {
+  const m = location.pathname.match(/^\/instructor\/classes\/([^/]+)\/?$/);
+  return m ? decodeURIComponent(m[1]) : "";
+}
+
+async function api(method, path, body) {
+  const init = { method, credentials: "same-origin", headers: {} };
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const resp = await fetch(path, init);
+  if (resp.status === 401) location.assign("/instructor/login");
+  const out = await resp.json().catch(() => ({}));
+  if (!resp.ok) throw new Error(str(out.error) || `The server answered ${resp.status}.`);
+  return out;
+}
+
+const classPath = (id) => `/api/classes/${encodeURIComponent(id)}`;
+
+// ---- the list (/instructor) -------------------------------------------------
+
+const list = {
+  section: byId("classes"),
+  form: byId("class-form"),
+  title: byId("class-title"),
+  message: byId("class-message"),
+  keyBox: byId("class-key-box"),
+  keyTitle: byId("class-key-title"),
+  key: byId("class-key"),
+  empty: byId("classes-empty"),
+  items: byId("class-list"),
+};
+
+function say(text) {
+  setText(list.message, text);
+}
+
+function showKey(c) {
+  setText(list.keyTitle, str(c.title));
+  setText(list.key, str(c.key));
+  list.keyBox.hidden = !c.key;
+}
+
+function link(text, href) {
+  const a = document.createElement("a");
+  a.href = href;
+  a.textContent = text;
+  return a;
+}
+
+function button(text, cls, onClick) {
+  const b = document.createElement("button");
+  b.type = "button";
+  b.className = cls;
+  b.textContent = text;
+  b.addEventListener("click", onClick);
+  return b;
+}
+
+function classItem(c) {
+  const li = document.createElement("li");
+  li.dataset.class = String(c.id);
+  const title = document.createElement("span");
+  title.className = "title";
+  title.textContent = String(c.title || "");
+  const code = document.createElement("span");
+  code.className = "code";
+  code.textContent = `code ${c.code}`;
+  const state = document.createElement("span");
+  state.className = c.open ? "open" : "closed";
+  state.textContent = c.open ? "open" : "closed";
+  const consolePath = `/instructor/classes/${encodeURIComponent(c.id)}`;
+  li.append(
+    title,
+    code,
+    state,
+    link("Console", consolePath),
+    link("Projector", `${consolePath}/projector`),
+    button(c.open ? "Close" : "Reopen", c.open ? "close" : "reopen", () =>
+      act(() => api("POST", `${classPath(c.id)}/${c.open ? "close" : "reopen"}`), c.open ? `Closed ${c.title}.` : `Reopened ${c.title}.`),
+    ),
+    button("New key", "rotate", () => {
+      if (!confirm(`Give ${c.title} a new class key? Whoever logged in with the old one is logged out.`)) return;
+      act(async () => showKey((await api("POST", `${classPath(c.id)}/key`)).class), `${c.title} has a new key.`);
+    }),
+    button("Delete…", "delete", () => {
+      if (!confirm(`Delete ${c.title} with all its students' sessions? This cannot be undone.`)) return;
+      act(() => api("DELETE", classPath(c.id)), `Deleted ${c.title}.`);
+    }),
+  );
+  return li;
+}
+
+async function act(fn, done) {
+  try {
+    await fn();
+    say(done);
+  } catch (e) {
+    say(e.message);
+  }
+  await loadList();
+}
+
+async function loadList() {
+  try {
+    const out = await api("GET", "/api/classes");
+    const classes = items(out.classes);
+    list.items.replaceChildren(...classes.map(classItem));
+    list.empty.hidden = classes.length > 0;
+  } catch (e) {
+    say(e.message);
+  }
+}
+
+list.form.addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const title = list.title.value.trim();
+  if (!title) return;
+  try {
+    const out = await api("POST", "/api/classes", { title });
+    showKey(out.class);
+    list.title.value = "";
+    say(`Created ${out.class.title}: join code ${out.class.code}.`);
+  } catch (err) {
+    say(err.message);
+  }
+  await loadList();
+});
+
+// ---- one class (/instructor/classes/{id}) -----------------------------------
+
+async function loadHead() {
+  const head = byId("class-head");
+  head.hidden = false;
+  byId("overview-heading").textContent = "Students";
+  try {
+    const c = (await api("GET", classPath(scope))).class;
+    byId("class-head-title").textContent = String(c.title || "");
+    byId("class-head-code").textContent = String(c.code || "");
+    byId("class-head-state").textContent = c.open ? "open" : "closed: nobody new can join";
+    document.title = `${c.title} · Instructor console · Tool-call outcomes lab`;
+  } catch (e) {
+    byId("class-head-title").textContent = e.message;
+  }
+  const base = `/instructor/classes/${encodeURIComponent(scope)}`;
+  byId("class-head-projector").href = `${base}/projector`;
+  byId("class-head-export").href = `${classPath(scope)}/export.csv`;
+}
+
+if (scope) {
+  loadHead();
+} else {
+  list.section.hidden = false;
+  byId("overview-heading").textContent = "Open lab sessions";
+  loadList();
+}
+
+const all = document.querySelector('#target option[value="all"]');
+if (all) all.textContent = scope ? "Every session of this class" : "Every open-lab session";

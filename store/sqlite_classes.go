@@ -1,0 +1,354 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// classesSchema is schema version 2: classes, members and logins. Hashes
+// are 32-byte BLOBs, times Unix milliseconds. Member rows go with their
+// session (the trigger), so deleting sessions anywhere forgets their
+// memberships and frees their names.
+var classesSchema = []string{
+	`CREATE TABLE classes (
+		id       TEXT PRIMARY KEY,
+		code     TEXT NOT NULL,
+		title    TEXT NOT NULL,
+		is_open  INTEGER NOT NULL,
+		key_hash BLOB NOT NULL,
+		created  INTEGER NOT NULL
+	)`,
+	`CREATE UNIQUE INDEX classes_open_code ON classes (code) WHERE is_open = 1`,
+	`CREATE UNIQUE INDEX classes_key ON classes (key_hash)`,
+	`CREATE TABLE members (
+		session  TEXT PRIMARY KEY,
+		class    TEXT NOT NULL,
+		name     TEXT NOT NULL,
+		name_key TEXT NOT NULL,
+		joined   INTEGER NOT NULL,
+		UNIQUE (class, name_key)
+	)`,
+	`CREATE TRIGGER sessions_members AFTER DELETE ON sessions
+		BEGIN DELETE FROM members WHERE session = OLD.id; END`,
+	`CREATE TABLE logins (
+		id_hash    BLOB PRIMARY KEY,
+		class      TEXT NOT NULL,
+		credential BLOB NOT NULL,
+		expires    INTEGER NOT NULL
+	)`,
+	`CREATE INDEX logins_class ON logins (class)`,
+}
+
+var _ Classes = (*SQLite)(nil)
+
+// uniqueViolation reports whether err is SQLite's refusal of a duplicate
+// in a unique index; its message names the index's columns.
+func uniqueViolation(err error, column string) bool {
+	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed") && strings.Contains(err.Error(), column)
+}
+
+func (s *SQLite) closed() bool {
+	select {
+	case <-s.quit:
+		return true
+	default:
+		return false
+	}
+}
+
+// CreateClass stores a new class.
+func (s *SQLite) CreateClass(ctx context.Context, c Class) error {
+	err := s.write(ctx, func(tx *sql.Conn) error {
+		_, err := tx.ExecContext(context.Background(), `INSERT INTO classes (id, code, title, is_open, key_hash, created) VALUES (?, ?, ?, ?, ?, ?)`,
+			c.ID, c.Code, c.Title, c.Open, c.KeyHash[:], c.Created.UnixMilli())
+		if uniqueViolation(err, "classes.code") {
+			return ErrCodeTaken
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("creating class %s in %s: %w", c.ID, s.path, err)
+	}
+	return nil
+}
+
+const classColumns = `id, code, title, is_open, key_hash, created`
+
+func scanClass(row interface{ Scan(...any) error }) (Class, error) {
+	var c Class
+	var key []byte
+	var created int64
+	if err := row.Scan(&c.ID, &c.Code, &c.Title, &c.Open, &key, &created); err != nil {
+		return Class{}, err
+	}
+	if len(key) != len(c.KeyHash) {
+		return Class{}, fmt.Errorf("class %s: key hash of %d bytes", c.ID, len(key))
+	}
+	copy(c.KeyHash[:], key)
+	c.Created = time.UnixMilli(created).UTC()
+	return c, nil
+}
+
+// Classes lists every class, oldest first.
+func (s *SQLite) Classes(ctx context.Context) ([]Class, error) {
+	if s.closed() {
+		return nil, ErrClosed
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT `+classColumns+` FROM classes ORDER BY created, id`)
+	if err != nil {
+		return nil, fmt.Errorf("listing classes in %s: %w", s.path, err)
+	}
+	defer rows.Close()
+	var out []Class
+	for rows.Next() {
+		c, err := scanClass(rows)
+		if err != nil {
+			return nil, fmt.Errorf("listing classes in %s: %w", s.path, err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing classes in %s: %w", s.path, err)
+	}
+	return out, nil
+}
+
+func (s *SQLite) oneClass(ctx context.Context, what, query string, args ...any) (Class, error) {
+	if s.closed() {
+		return Class{}, ErrClosed
+	}
+	c, err := scanClass(s.db.QueryRowContext(ctx, `SELECT `+classColumns+` FROM classes `+query, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Class{}, ErrNotFound
+	}
+	if err != nil {
+		return Class{}, fmt.Errorf("reading %s from %s: %w", what, s.path, err)
+	}
+	return c, nil
+}
+
+// Class returns one class.
+func (s *SQLite) Class(ctx context.Context, id string) (Class, error) {
+	return s.oneClass(ctx, "class "+id, `WHERE id = ?`, id)
+}
+
+// ClassByCode returns the open class with code, else the newest closed one.
+func (s *SQLite) ClassByCode(ctx context.Context, code string) (Class, error) {
+	return s.oneClass(ctx, "a class by code", `WHERE code = ? ORDER BY is_open DESC, created DESC, id LIMIT 1`, code)
+}
+
+// ClassByKey returns the class whose key hashes to keyHash.
+func (s *SQLite) ClassByKey(ctx context.Context, keyHash [32]byte) (Class, error) {
+	return s.oneClass(ctx, "a class by key", `WHERE key_hash = ?`, keyHash[:])
+}
+
+// changed fails with ErrNotFound when res changed no row.
+func changed(res sql.Result, err error) error {
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// SetClassOpen closes or reopens a class.
+func (s *SQLite) SetClassOpen(ctx context.Context, id string, open bool, code string) error {
+	err := s.write(ctx, func(tx *sql.Conn) error {
+		err := changed(tx.ExecContext(context.Background(), `UPDATE classes SET is_open = ?, code = ? WHERE id = ?`, open, code, id))
+		if uniqueViolation(err, "classes.code") {
+			return ErrCodeTaken
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("opening or closing class %s in %s: %w", id, s.path, err)
+	}
+	return nil
+}
+
+// SetClassKey replaces the class key and ends the class's logins.
+func (s *SQLite) SetClassKey(ctx context.Context, id string, keyHash [32]byte) error {
+	err := s.write(ctx, func(tx *sql.Conn) error {
+		if err := changed(tx.ExecContext(context.Background(), `UPDATE classes SET key_hash = ? WHERE id = ?`, keyHash[:], id)); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(context.Background(), `DELETE FROM logins WHERE class = ?`, id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("rotating the key of class %s in %s: %w", id, s.path, err)
+	}
+	return nil
+}
+
+// DeleteClass deletes the class with its members, sessions, events and logins.
+func (s *SQLite) DeleteClass(ctx context.Context, id string) ([]string, error) {
+	var sessions []string
+	err := s.write(ctx, func(tx *sql.Conn) error {
+		sessions = sessions[:0] // a retried transaction starts again
+		rows, err := tx.QueryContext(context.Background(), `SELECT session FROM members WHERE class = ? ORDER BY joined, session`, id)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var sid string
+			if err := rows.Scan(&sid); err != nil {
+				rows.Close()
+				return err
+			}
+			sessions = append(sessions, sid)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if err := changed(tx.ExecContext(context.Background(), `DELETE FROM classes WHERE id = ?`, id)); err != nil {
+			return err
+		}
+		for _, q := range []string{
+			`DELETE FROM events WHERE session IN (SELECT session FROM members WHERE class = ?)`,
+			`DELETE FROM recent WHERE session IN (SELECT session FROM members WHERE class = ?)`, // appends not yet moved (sqlite.go)
+			`DELETE FROM sessions WHERE id IN (SELECT session FROM members WHERE class = ?)`,
+			`DELETE FROM members WHERE class = ?`,
+			`DELETE FROM logins WHERE class = ?`,
+		} {
+			if _, err := tx.ExecContext(context.Background(), q, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("deleting class %s from %s: %w", id, s.path, err)
+	}
+	return sessions, nil
+}
+
+// AddMember stores a member of an open class under a name not taken in it.
+func (s *SQLite) AddMember(ctx context.Context, m Member) error {
+	err := s.write(ctx, func(tx *sql.Conn) error {
+		var open bool
+		switch err := tx.QueryRowContext(context.Background(), `SELECT is_open FROM classes WHERE id = ?`, m.Class).Scan(&open); {
+		case errors.Is(err, sql.ErrNoRows):
+			return ErrNotFound
+		case err != nil:
+			return err
+		case !open:
+			return ErrClassClosed
+		}
+		_, err := tx.ExecContext(context.Background(), `INSERT INTO members (session, class, name, name_key, joined) VALUES (?, ?, ?, ?, ?)`,
+			m.Session, m.Class, m.Name, NameKey(m.Name), m.Joined.UnixMilli())
+		if uniqueViolation(err, "members.name_key") {
+			return ErrNameTaken
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("adding session %s to class %s in %s: %w", m.Session, m.Class, s.path, err)
+	}
+	return nil
+}
+
+// RemoveMembers forgets the sessions' memberships.
+func (s *SQLite) RemoveMembers(ctx context.Context, sessions []string) error {
+	err := s.write(ctx, func(tx *sql.Conn) error {
+		for _, id := range sessions {
+			if _, err := tx.ExecContext(context.Background(), `DELETE FROM members WHERE session = ?`, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("removing %d members from %s: %w", len(sessions), s.path, err)
+	}
+	return nil
+}
+
+// Members lists every member, by class then join time.
+func (s *SQLite) Members(ctx context.Context) ([]Member, error) {
+	if s.closed() {
+		return nil, ErrClosed
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT session, class, name, joined FROM members ORDER BY class, joined, session`)
+	if err != nil {
+		return nil, fmt.Errorf("listing members in %s: %w", s.path, err)
+	}
+	defer rows.Close()
+	var out []Member
+	for rows.Next() {
+		var m Member
+		var joined int64
+		if err := rows.Scan(&m.Session, &m.Class, &m.Name, &joined); err != nil {
+			return nil, fmt.Errorf("listing members in %s: %w", s.path, err)
+		}
+		m.Joined = time.UnixMilli(joined).UTC()
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing members in %s: %w", s.path, err)
+	}
+	return out, nil
+}
+
+// SaveLogin stores a login after dropping expired ones and, past keep, the
+// soonest to expire.
+func (s *SQLite) SaveLogin(ctx context.Context, l Login, now time.Time, keep int) error {
+	err := s.write(ctx, func(tx *sql.Conn) error {
+		if _, err := tx.ExecContext(context.Background(), `DELETE FROM logins WHERE expires <= ?`, now.UnixMilli()); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(context.Background(), `DELETE FROM logins WHERE id_hash IN (SELECT id_hash FROM logins ORDER BY expires, id_hash
+			LIMIT MAX(0, (SELECT COUNT(*) FROM logins) - ?))`, max(keep-1, 0)); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(context.Background(), `INSERT INTO logins (id_hash, class, credential, expires) VALUES (?, ?, ?, ?)`,
+			l.IDHash[:], l.Class, l.Credential[:], l.Expires.UnixMilli())
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("saving a login in %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// Login returns the login with this id hash.
+func (s *SQLite) Login(ctx context.Context, idHash [32]byte) (Login, error) {
+	if s.closed() {
+		return Login{}, ErrClosed
+	}
+	var l Login
+	var cred []byte
+	var expires int64
+	err := s.db.QueryRowContext(ctx, `SELECT class, credential, expires FROM logins WHERE id_hash = ?`, idHash[:]).Scan(&l.Class, &cred, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Login{}, ErrNotFound
+	}
+	if err != nil {
+		return Login{}, fmt.Errorf("reading a login from %s: %w", s.path, err)
+	}
+	l.IDHash = idHash
+	copy(l.Credential[:], cred)
+	l.Expires = time.UnixMilli(expires).UTC()
+	return l, nil
+}
+
+// DeleteLogin ends one login.
+func (s *SQLite) DeleteLogin(ctx context.Context, idHash [32]byte) error {
+	err := s.write(ctx, func(tx *sql.Conn) error {
+		_, err := tx.ExecContext(context.Background(), `DELETE FROM logins WHERE id_hash = ?`, idHash[:])
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("deleting a login from %s: %w", s.path, err)
+	}
+	return nil
+}
