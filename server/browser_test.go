@@ -107,6 +107,7 @@ func (v pageView) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "connection %q, error %q, session %q, focus %q\n", v.Connection, v.Error, v.Session, v.Focus)
 	fmt.Fprintf(&b, "call %s/%s %q detail %q\nnotice %q\nreply %q\n", v.RunID, v.CallID, v.Status, v.Detail, v.Notice, v.Reply)
+	fmt.Fprintf(&b, "check %q %q\nfeedback %q\ninstructor note %q\n", v.Check, v.Where, v.Feedback, v.Note)
 	for _, q := range v.Queue {
 		fmt.Fprintf(&b, "  held %q [%s] instructor=%v\n", q.Label, q.Button, q.Instructor)
 	}

@@ -564,7 +564,9 @@ function checkReply() {
     const before = text.slice(0, problem.index);
     const line = before.split("\n").length;
     const column = problem.index - before.lastIndexOf("\n");
-    parts.push(document.createTextNode(` Line ${line}, column ${column}: `));
+    // Chromium's message gives the line and column too; others may not.
+    const said = /line \d+ column \d+/i.test(problem.message);
+    parts.push(document.createTextNode(said ? " " : ` Line ${line}, column ${column}: `));
     const code = document.createElement("code");
     const start = Math.max(0, problem.index - 24);
     const mark = document.createElement("mark");
