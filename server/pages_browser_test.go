@@ -74,9 +74,10 @@ func apiRow(t *testing.T, base, id string) (row struct {
 	return row
 }
 
-// TestBrowserConsoleDeadlineFieldsOnlyForFreeFormDeadline (problem 1): the
-// runId and callId fields show only for "Free-form deadline…", the reply box
-// only for "Free-form reply…".
+// TestBrowserConsoleDeadlineFieldsOnlyForFreeFormDeadline (problems 1 and
+// 12): the runId and callId fields show only for "Free-form deadline…", the
+// reply box only for "Free-form reply…"; a line says what each preset sends;
+// no stale reply for "run-0" at run-1.
 func TestBrowserConsoleDeadlineFieldsOnlyForFreeFormDeadline(t *testing.T) {
 	base := startLabWith(t, server.Config{InstructorToken: testToken})
 	p := newBrowser(t)
@@ -101,6 +102,18 @@ func TestBrowserConsoleDeadlineFieldsOnlyForFreeFormDeadline(t *testing.T) {
 		if help := evalJS[string](p, `document.getElementById("injection-help").textContent`); help == "" {
 			t.Errorf("%s: no line says what the preset sends", preset)
 		}
+	}
+
+	// Problem 12: at run-1 a stale reply would be for "run-0", a run that
+	// never existed; the console says so and injects nothing.
+	p.inject("inject a stale reply at run-1",
+		chromedp.Click(chromedp.CSS(`#overview-body button.watch[data-session="`+id+`"]`)), "watched", "staleReply", "mode-hold")
+	v := p.console("the refusal", func(v consoleView) bool { return len(v.Results) == 1 })
+	if !strings.Contains(v.Results[0], "not applied: preset not applicable: no older run yet") || v.Summary != "Applied in 0 of 1 sessions." {
+		t.Errorf("stale reply at run-1: %q, %q", v.Summary, v.Results)
+	}
+	if help := evalJS[string](p, `document.getElementById("injection-help").textContent`); !strings.Contains(help, "run-1") {
+		t.Errorf("the stale preset's help does not say it needs an older run: %q", help)
 	}
 }
 
