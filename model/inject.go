@@ -37,7 +37,7 @@ type Preset uint8
 
 const (
 	NoPreset           Preset = iota // a free-form message
-	StaleReply                       // a completion for an older run: the newest held one, else one for the previous run (run-0 at run-1)
+	StaleReply                       // a completion for an older run: the newest held one, else one for the previous run; none at run-1
 	DuplicateFinal                   // the exact text of the reply that recorded the current final outcome
 	ContradictoryFinal               // the opposite final kind for the current run
 	WrongCallID                      // a completion for the current run with another callId
@@ -46,7 +46,7 @@ const (
 	MarkupOutput                     // a completion whose output looks like HTML
 	EmptyOutput                      // a completion with an empty output, still a completion
 	CurrentDeadline                  // a deadline for the current call
-	StaleDeadline                    // a deadline for the previous run (run-0 at run-1)
+	StaleDeadline                    // a deadline for the previous run; none at run-1
 )
 
 var presetNames = [...]string{
@@ -93,6 +93,10 @@ func ParsePreset(name string) (Preset, bool) {
 // supply, such as a duplicate before any final reply.
 var ErrPresetNotApplicable = errors.New("preset not applicable")
 
+// errNoOlderRun refuses a stale preset at run-1: a message for "run-0", a
+// run that never existed, would teach nothing about stale replies.
+var errNoOlderRun = fmt.Errorf("%w: no older run yet (the session is at run-1; a stale message needs a run started before the current one)", ErrPresetNotApplicable)
+
 // The texts the presets put in their replies.
 const (
 	WrongCallIDValue = "search"
@@ -111,6 +115,9 @@ func (l *Lab) Preset(p Preset) (Injection, error) {
 	case StaleReply:
 		if raw, ok := l.heldStaleCompletion(); ok {
 			return Injection{Kind: ReplyMessage, Raw: raw}, nil
+		}
+		if l.runs < 2 {
+			return Injection{}, errNoOlderRun
 		}
 		return reply(older, "completed", "output", "Stale answer for "+older.RunID), nil
 	case DuplicateFinal:
@@ -141,6 +148,9 @@ func (l *Lab) Preset(p Preset) (Injection, error) {
 	case CurrentDeadline:
 		return Injection{Kind: DeadlineMessage, Key: cur}, nil
 	case StaleDeadline:
+		if l.runs < 2 {
+			return Injection{}, errNoOlderRun
+		}
 		return Injection{Kind: DeadlineMessage, Key: older}, nil
 	}
 	return Injection{}, fmt.Errorf("unknown preset %d", p)

@@ -22,16 +22,19 @@ type sessionRow struct {
 	Tabs         int       `json:"tabs"`
 	RunID        string    `json:"runId"`
 	Status       string    `json:"status"`
-	Held         int       `json:"held"`
+	Held         int       `json:"held"`    // held messages in all (a message stays held after delivery)
+	Waiting      int       `json:"waiting"` // held messages never delivered
 	Receipts     int       `json:"receipts"`
 	Seq          uint64    `json:"seq"`
-	LastActivity time.Time `json:"lastActivity"`
+	LastActivity time.Time `json:"lastActivity"` // the student's own last change, or the session's creation
 }
 
-func newRow(id string, v model.LabView, now time.Time) sessionRow {
+// newRow is the overview's row for a session in state v whose student last
+// acted at lastOwn.
+func newRow(id string, v model.LabView, lastOwn time.Time) sessionRow {
 	return sessionRow{
 		ID: id, Name: v.Name, RunID: v.Call.RunID, Status: v.Call.Status,
-		Held: v.Held, Receipts: v.Received, Seq: v.Seq, LastActivity: now,
+		Held: v.Held, Waiting: v.Waiting, Receipts: v.Received, Seq: v.Seq, LastActivity: lastOwn,
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/toolcall-lab/lab/model"
 	"github.com/toolcall-lab/lab/store"
 )
 
@@ -52,6 +53,9 @@ func (s *Server) load(ctx context.Context) ([]*session, error) {
 func restoreSession(info store.Session, recs []store.Record, cfg *Config, m *metrics, changed func()) (*session, error) {
 	s := newSession(info.ID, cfg, m, changed)
 	s.lastActive = info.LastActive
+	if !info.Created.IsZero() {
+		s.lastOwn = info.Created
+	}
 	for _, r := range recs {
 		if r.Seq != s.lab.Seq()+1 {
 			return nil, fmt.Errorf("session %s: stored seq %d follows seq %d", info.ID, r.Seq, s.lab.Seq())
@@ -60,9 +64,12 @@ func restoreSession(info store.Session, recs []store.Record, cfg *Config, m *met
 			return nil, fmt.Errorf("session %s: replaying seq %d: %w", info.ID, r.Seq, err)
 		}
 		s.timeline.add(newTimelineEntry(r.Event, s.lab, r.Notice, r.Time))
+		if r.Event.By == model.Student {
+			s.lastOwn = r.Time
+		}
 	}
 	frame, v := s.enc.frame(s.lab)
 	s.frame = frame
-	s.row = newRow(s.id, v, s.lastActive)
+	s.row = newRow(s.id, v, s.lastOwn)
 	return s, nil
 }

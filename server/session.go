@@ -13,7 +13,7 @@ import (
 // session is one lab session, named by a UUID.
 //
 // Ownership: mu guards inbox, draining, conns, watchers, frame, row,
-// timeline and lastActive; expiring and admitted are guarded by Server.mu. The
+// timeline, lastActive and lastOwn; expiring and admitted are guarded by Server.mu. The
 // lab is owned by the goroutine that drains the inbox; at most one drains at
 // a time (chosen under mu, by the draining flag), so changes apply one at a
 // time in arrival order, and frames are handed to connections under mu in
@@ -37,7 +37,11 @@ type session struct {
 	row      sessionRow         // the overview's row, as of the last change
 	timeline timeline
 
-	lastActive time.Time // the last change or disconnect
+	lastActive time.Time // the last change or disconnect, for the janitor
+	// lastOwn is the student's own last activity, for the overview: their
+	// last change, or the session's creation. An instructor's injection or
+	// a tab reconnecting after a restart is not the student acting.
+	lastOwn time.Time
 
 	// Guarded by Server.mu.
 	expiring bool // the janitor is deleting it
@@ -59,7 +63,7 @@ func newSession(id string, cfg *Config, m *metrics, changed func()) *session {
 	s := &session{
 		id: id, limits: cfg.Limits, metrics: m, store: cfg.Store, now: cfg.Now, changed: changed,
 		conns: make(map[*conn]struct{}), watchers: make(map[*conn]struct{}),
-		lab: model.NewLab(), enc: stateEncoder{session: id}, lastActive: now,
+		lab: model.NewLab(), enc: stateEncoder{session: id}, lastActive: now, lastOwn: now,
 	}
 	frame, v := s.enc.frame(s.lab)
 	s.frame = frame
@@ -86,10 +90,10 @@ func (s *session) unsubscribe(c *conn) {
 	s.changed()
 }
 
-// touchTabs records the tab count as activity. Called with mu held.
+// touchTabs records the tab count. A tab opening or closing is not the
+// student's activity (a restart reconnects every tab). Called with mu held.
 func (s *session) touchTabs() {
 	s.row.Tabs = len(s.conns)
-	s.row.LastActivity = s.now()
 }
 
 // watch adds an instructor connection: it gets the state exactly as the
@@ -187,7 +191,10 @@ func (s *session) apply(p pending) {
 	s.mu.Lock()
 	s.frame = frame
 	s.lastActive = now
-	s.row = newRow(s.id, v, now)
+	if ev.By == model.Student {
+		s.lastOwn = now
+	}
+	s.row = newRow(s.id, v, s.lastOwn)
 	s.row.Tabs = len(s.conns)
 	s.timeline.add(entry)
 	for c := range s.conns {

@@ -20,12 +20,18 @@ type timelineEntry struct {
 	MessageKind string    `json:"messageKind,omitempty"` // reply or deadline, for queued and injected events
 	Message     int       `json:"message"`               // the held message concerned, 0 for none
 	Label       string    `json:"label"`                 // its label (cut to maxLabelBytes), or the new name
-	Notice      string    `json:"notice"`                // the session's notice after the change
+	Notice      string    `json:"notice"`                // a delivery's notice; "" for other changes
 }
 
-// newTimelineEntry describes ev, which has just left l with notice.
+// newTimelineEntry describes ev, which has just left l with notice. Only a
+// delivery says its notice: the session's notice is unchanged by queueing or
+// renaming, and repeating the last delivery's notice on a queued row read as
+// if queueing had failed.
 func newTimelineEntry(ev model.Event, l *model.Lab, notice string, at time.Time) timelineEntry {
-	e := timelineEntry{Seq: l.Seq(), Time: at, Actor: ev.By.String(), Kind: ev.KindName(), Notice: notice}
+	e := timelineEntry{Seq: l.Seq(), Time: at, Actor: ev.By.String(), Kind: ev.KindName()}
+	if ev.Kind == model.MessageDelivered || ev.Kind == model.MessageInjected && ev.Deliver {
+		e.Notice = notice
+	}
 	switch ev.Kind {
 	case model.MessageQueued, model.MessageInjected:
 		e.MessageKind = ev.Message.Kind.String()
