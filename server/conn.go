@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -32,21 +33,31 @@ type outFrame struct {
 // for its own connection needs no goroutine start and no handoff), or else a
 // goroutine. So an idle connection costs no goroutine and a slow one never
 // blocks its session. mu guards the outbox (frames in the order they were
-// produced, bounded) and the flags.
+// produced, bounded in count and in bytes), its byte count and the flags.
 type conn struct {
 	ws           *websocket.Conn
 	role         model.Actor
+	remote       string // the client address (RealIP), "" for instructors
 	log          *slog.Logger
 	metrics      *metrics
 	writeTimeout time.Duration
-	limit        frameLimit // used by the reader only
+	limit        frameLimit    // used by the reader only
+	budget       int64         // Config.MaxConnOutboxBytes
+	total        *outboxBudget // all connections' outboxes together
 
-	mu       sync.Mutex
-	outbox   []outFrame
-	nStates  int  // state frames in outbox
-	nErrors  int  // error frames in outbox
-	overflow bool // too many errors were waiting: closeTooManyRefusals
-	flushing bool // a flusher is running
+	mu      sync.Mutex
+	outbox  []outFrame
+	nStates int // state frames in outbox
+	nErrors int // error frames in outbox
+	// queued counts the bytes of the frames not yet written: in outbox and
+	// in the batch a flusher is writing. They are also counted in total.
+	queued int64
+	// closeWith, when set, is how the flusher closes the connection: too
+	// many errors waited (closeTooManyRefusals) or too many bytes
+	// (closeTooSlow). Nothing more is queued then.
+	closeWith *closeReason
+	sent      websocket.StatusCode // the close code the server sent, 0 if none
+	flushing  bool                 // a flusher is running
 	// readerFlushes: the reader is handling a frame and writes what it
 	// causes afterwards, so no flusher goroutine is needed for it.
 	readerFlushes bool
@@ -58,14 +69,51 @@ type conn struct {
 func (c *conn) sendState(frame []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closeWith != nil {
+		return
+	}
 	if c.nStates == maxPendingStates {
 		i := slices.IndexFunc(c.outbox, func(f outFrame) bool { return f.state })
+		c.unqueue(int64(len(c.outbox[i].data)))
 		c.outbox = slices.Delete(c.outbox, i, i+1)
 		c.nStates--
 	}
-	c.outbox = append(c.outbox, outFrame{data: frame, state: true})
-	c.nStates++
+	if c.enqueue(outFrame{data: frame, state: true}) {
+		c.nStates++
+	}
 	c.kick()
+}
+
+// enqueue adds f to the outbox if the connection's byte budget and all
+// connections' budget take it. If not, the connection is too slow: what
+// waits is dropped and the flusher closes it (closeTooSlow). Called with mu
+// held.
+func (c *conn) enqueue(f outFrame) bool {
+	n := int64(len(f.data))
+	if c.queued+n > c.budget || !c.total.take(n) {
+		c.metrics.slowCloses.Inc()
+		c.closeWith = &closeTooSlow
+		c.dropOutbox()
+		return false
+	}
+	c.queued += n
+	c.outbox = append(c.outbox, f)
+	return true
+}
+
+// unqueue gives back the bytes of a frame written or dropped. Called with
+// mu held.
+func (c *conn) unqueue(n int64) {
+	c.queued -= n
+	c.total.give(n)
+}
+
+// dropOutbox drops every frame waiting. Called with mu held.
+func (c *conn) dropOutbox() {
+	for _, f := range c.outbox {
+		c.unqueue(int64(len(f.data)))
+	}
+	c.outbox, c.nStates, c.nErrors = nil, 0, 0
 }
 
 func (c *conn) sendError(err error) {
@@ -74,10 +122,12 @@ func (c *conn) sendError(err error) {
 	frame := errorFrame(r)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.nErrors == maxPendingErrors {
-		c.overflow = true
-	} else {
-		c.outbox = append(c.outbox, outFrame{data: frame})
+	switch {
+	case c.closeWith != nil:
+		return
+	case c.nErrors == maxPendingErrors:
+		c.closeWith = &closeTooManyRefusals
+	case c.enqueue(outFrame{data: frame}):
 		c.nErrors++
 	}
 	c.kick()
@@ -107,7 +157,7 @@ func (c *conn) deferFlush() {
 func (c *conn) readerFlush() {
 	c.mu.Lock()
 	c.readerFlushes = false
-	run := !c.flushing && !c.stopped && (len(c.outbox) > 0 || c.overflow)
+	run := !c.flushing && !c.stopped && (len(c.outbox) > 0 || c.closeWith != nil)
 	if run {
 		c.flushing = true
 		c.flushers.Add(1)
@@ -120,13 +170,14 @@ func (c *conn) readerFlush() {
 
 // flush writes the outbox until it is empty. Inline (in the reader), it
 // writes one batch and hands any rest to a goroutine, so a busy session
-// cannot keep the reader from reading.
+// cannot keep the reader from reading. A frame's bytes stay counted until it
+// is written.
 func (c *conn) flush(inline bool) {
 	defer c.flushers.Done()
 	for batch := 0; ; batch++ {
 		c.mu.Lock()
-		frames, overflow := c.outbox, c.overflow
-		if len(frames) == 0 && !overflow {
+		frames, why := c.outbox, c.closeWith
+		if len(frames) == 0 && why == nil {
 			c.flushing = false
 			c.mu.Unlock()
 			return
@@ -138,19 +189,36 @@ func (c *conn) flush(inline bool) {
 			return
 		}
 		c.outbox, c.nStates, c.nErrors = nil, 0, 0
+		if why != nil {
+			for _, f := range frames {
+				c.unqueue(int64(len(f.data)))
+			}
+		}
 		c.mu.Unlock()
-		if overflow {
-			c.metrics.slowCloses.Inc()
-			closeTooManyRefusals.closeConn(c.ws)
+		if why != nil {
+			if why == &closeTooManyRefusals {
+				c.metrics.slowCloses.Inc()
+			}
+			c.close(*why)
 			c.finish()
 			return
 		}
-		for _, f := range frames {
+		for i, f := range frames {
 			typ := "error"
 			if f.state {
 				typ = "state"
 			}
-			if !c.write(f.data, typ) {
+			ok := c.write(f.data, typ)
+			c.mu.Lock()
+			c.unqueue(int64(len(f.data)))
+			if !ok {
+				for _, rest := range frames[i+1:] {
+					c.unqueue(int64(len(rest.data)))
+				}
+			}
+			c.mu.Unlock()
+			if !ok {
+				c.finish()
 				return
 			}
 		}
@@ -170,10 +238,35 @@ func (c *conn) write(frame []byte, typ string) bool {
 			c.log.Info("closing a connection that stopped reading", "timeout", c.writeTimeout)
 		}
 		c.ws.CloseNow()
-		c.finish()
 		return false
 	}
 	return true
+}
+
+// close closes the connection with why, remembering the code for the log.
+func (c *conn) close(why closeReason) {
+	c.mu.Lock()
+	if c.sent == 0 {
+		c.sent = why.code
+	}
+	c.mu.Unlock()
+	why.closeConn(c.ws)
+}
+
+// closeCode is the close code to log for a connection that ended with err:
+// the one the server sent, else 1009 if the library closed it for a frame
+// over the cap, else the peer's (-1 when there was none).
+func (c *conn) closeCode(err error) int {
+	c.mu.Lock()
+	sent := c.sent
+	c.mu.Unlock()
+	switch {
+	case sent != 0:
+		return int(sent)
+	case errors.Is(err, websocket.ErrMessageTooBig):
+		return int(closeTooBig.code)
+	}
+	return int(websocket.CloseStatus(err))
 }
 
 // finish marks the flusher gone for good after the connection broke.
@@ -182,7 +275,7 @@ func (c *conn) finish() {
 	defer c.mu.Unlock()
 	c.stopped = true
 	c.flushing = false
-	c.outbox, c.nStates, c.nErrors = nil, 0, 0
+	c.dropOutbox()
 }
 
 // stop is the handler's teardown: no new flushers, then wait for the running one.
@@ -191,6 +284,9 @@ func (c *conn) stop() {
 	c.stopped = true
 	c.mu.Unlock()
 	c.flushers.Wait()
+	c.mu.Lock()
+	c.dropOutbox() // what no flusher will write
+	c.mu.Unlock()
 }
 
 // readLoop reads frames until the connection closes and submits each
@@ -230,7 +326,7 @@ func (c *conn) nextText() ([]byte, error) {
 			c.metrics.framesIn.WithLabelValues("invalid").Inc()
 			if !c.limit.refusals.Allow() {
 				c.metrics.refused.WithLabelValues("rate_limit").Inc()
-				closeRateAbuse.closeConn(c.ws)
+				c.close(closeRateAbuse)
 				return nil, errRateAbuse
 			}
 			c.sendError(fmt.Errorf("%w: at most %g a second, %d at once; this one was not applied",
@@ -238,6 +334,11 @@ func (c *conn) nextText() ([]byte, error) {
 		case typ != websocket.MessageText:
 			c.metrics.framesIn.WithLabelValues("invalid").Inc()
 			c.sendError(badFrame("frames must be text messages holding JSON"))
+		case !utf8.Valid(data):
+			// RFC 6455 §8.1: a text frame that is not UTF-8 fails the connection.
+			c.metrics.framesIn.WithLabelValues("invalid").Inc()
+			c.close(closeInvalidUTF8)
+			return nil, errNotUTF8
 		default:
 			return data, nil
 		}

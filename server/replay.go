@@ -56,6 +56,7 @@ func restoreSession(info store.Session, recs []store.Record, cfg *Config, m *met
 		if _, err := s.lab.Apply(r.Event); err != nil {
 			return nil, fmt.Errorf("session %s: replaying seq %d: %w", info.ID, r.Seq, err)
 		}
+		s.count(r.Event)
 		s.timeline.add(newTimelineEntry(r.Event, s.lab, r.Notice, r.Time))
 	}
 	frame, v := s.enc.frame(s.lab)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver; pure Go, no cgo
@@ -62,6 +63,12 @@ type Options struct {
 	// corrupt the file. An fsync costs every change about half a
 	// millisecond on our machines (BENCHMARKS.md, rtt-durable).
 	FullSync bool
+	// WALLimit bounds the write-ahead log in bytes. Under continuous
+	// writes a passive checkpoint never gets to the log's end, so the log
+	// never restarts and grows without end; past WALLimit the writer runs
+	// a TRUNCATE checkpoint between two commits, which empties the log.
+	// The log then stays within WALLimit plus one commit. Default 64 MiB.
+	WALLimit int64
 }
 
 // SQLite is the durable store: one SQLite file in WAL mode.
@@ -85,6 +92,15 @@ type SQLite struct {
 	done      chan struct{} // closed by the writer when it has exited
 	cpDone    chan struct{} // closed by the checkpointer when it has exited
 	closeOnce sync.Once
+	walLimit  int64
+
+	// ready caches the write probe (Ready), so that a flood of /readyz
+	// costs one write a second at most; mu guards it.
+	mu         sync.Mutex
+	probedAt   time.Time
+	probeErr   error
+	appendFail atomic.Int64 // UnixNano of the last failed append, 0 if none
+	appendOK   atomic.Int64 // UnixNano of the last committed append
 }
 
 // request is one unit of write work; res receives its outcome.
@@ -102,6 +118,9 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 	if opt.BusyTimeout <= 0 {
 		opt.BusyTimeout = 2 * time.Second
 	}
+	if opt.WALLimit <= 0 {
+		opt.WALLimit = 64 << 20
+	}
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return nil, fmt.Errorf("creating the data directory %s: %w", dir, err)
@@ -116,7 +135,9 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 	q := url.Values{}
 	// wal_autocheckpoint(0): checkpoints (which fsync the database) run in
 	// the checkpointer goroutine, not inside some student's commit.
-	for _, p := range []string{"journal_mode(WAL)", synchronous, "wal_autocheckpoint(0)", fmt.Sprintf("busy_timeout(%d)", opt.BusyTimeout.Milliseconds())} {
+	// journal_size_limit: a log that restarts is cut back to WALLimit.
+	for _, p := range []string{"journal_mode(WAL)", synchronous, "wal_autocheckpoint(0)", fmt.Sprintf("busy_timeout(%d)", opt.BusyTimeout.Milliseconds()),
+		fmt.Sprintf("journal_size_limit(%d)", opt.WALLimit)} {
 		q.Add("_pragma", p)
 	}
 	q.Set("_txlock", "immediate") // take the write lock at BEGIN, where busy_timeout applies
@@ -130,7 +151,7 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 		return nil, fmt.Errorf("opening the lab's data file %s: %w", path, err)
 	}
 	s := &SQLite{
-		path: path, db: db, maxBatch: opt.MaxBatch,
+		path: path, db: db, maxBatch: opt.MaxBatch, walLimit: opt.WALLimit,
 		reqs: make(chan request), quit: make(chan struct{}), done: make(chan struct{}), cpDone: make(chan struct{}),
 	}
 	for _, p := range []struct {
@@ -208,7 +229,18 @@ func (s *SQLite) writer() {
 			}
 		}
 		s.commit(batch)
+		if s.walSize() > s.walLimit { // a stat: about a microsecond, next to a commit
+			s.truncateLog()
+		}
 	}
+}
+
+// truncateLog copies the whole log into the database and empties it
+// (TRUNCATE checkpoint). The writer runs it between two commits: run
+// beside a writer that never pauses, it would wait for the write lock
+// forever. The commits waiting meanwhile wait for it once.
+func (s *SQLite) truncateLog() {
+	s.db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
 }
 
 // commit runs the batch in one transaction. If it fails, each request is
@@ -269,7 +301,9 @@ const (
 
 // checkpointer copies the write-ahead log into the database once a second,
 // beside the writer (a PASSIVE checkpoint never blocks it), so that commits
-// never wait for a checkpoint and the log stays small. It stops with Close.
+// do not wait for a checkpoint. Under continuous writes a passive
+// checkpoint never reaches the log's end, so the log never restarts: the
+// writer empties it itself past walLimit (truncateLog). It stops with Close.
 func (s *SQLite) checkpointer() {
 	defer close(s.cpDone)
 	tick := time.NewTicker(time.Second)
@@ -282,6 +316,15 @@ func (s *SQLite) checkpointer() {
 			s.checkpoint()
 		}
 	}
+}
+
+// walSize is the size of the write-ahead log file, 0 if there is none.
+func (s *SQLite) walSize() int64 {
+	fi, err := os.Stat(s.path + "-wal")
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
 }
 
 // checkpoint runs one PASSIVE checkpoint. A failure is not an error of
@@ -312,8 +355,10 @@ func (s *SQLite) Append(ctx context.Context, r Record) error {
 		return err
 	})
 	if err != nil {
+		s.appendFail.Store(time.Now().UnixNano())
 		return fmt.Errorf("appending session %s seq %d to %s: %w", r.Session, r.Seq, s.path, err)
 	}
+	s.appendOK.Store(time.Now().UnixNano())
 	return nil
 }
 
@@ -336,17 +381,44 @@ func (s *SQLite) Delete(ctx context.Context, ids []string) error {
 	return nil
 }
 
-// Ready commits a write that changes nothing: it fails when the file is
-// read-only, locked by another process, or the disk is full.
+// probeEvery is how long Ready trusts its last write probe; appendFailFor
+// how long a failed append makes it answer not ready whatever the probe
+// says (a probe's one page may still fit where a change does not).
+const (
+	probeEvery    = time.Second
+	appendFailFor = 5 * time.Second
+)
+
+// Ready reports whether the store takes writes now: the last append did not
+// fail lately, and a write probe commits. The probe really writes: it
+// negates the schema version and negates it back in one transaction, so the
+// page is written (SQLite skips writing a row set to what it holds, which is
+// why a no-op UPDATE proved nothing). It fails when the file is read-only,
+// locked by another process, or the disk is full. Probes run once a second
+// at most; in between the last one's result stands.
 func (s *SQLite) Ready(ctx context.Context) error {
+	now := time.Now()
+	if fail := s.appendFail.Load(); fail > s.appendOK.Load() && now.Sub(time.Unix(0, fail)) < appendFailFor {
+		return fmt.Errorf("writing to %s: the last change could not be stored", s.path)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.probedAt.IsZero() && now.Sub(s.probedAt) < probeEvery {
+		return s.probeErr
+	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`UPDATE schema_version SET version = version`)
-		return err
+		for range 2 {
+			if _, err := tx.Exec(`UPDATE schema_version SET version = -version`); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("writing to %s: %w", s.path, err)
+		err = fmt.Errorf("writing to %s: %w", s.path, err)
 	}
-	return nil
+	s.probedAt, s.probeErr = time.Now(), err
+	return err
 }
 
 // Sessions lists the stored sessions, oldest first.

@@ -192,9 +192,8 @@ func TestSQLiteLockedRecovers(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, `ROLLBACK`); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Ready(ctx); err != nil {
-		t.Fatalf("Ready after unlock: %v", err)
-	}
+	// Ready holds a failed append against the store for a few seconds.
+	waitReady(t, s, true)
 	if err := s.Append(ctx, recs[1]); err != nil {
 		t.Fatalf("append after unlock: %v", err)
 	}
