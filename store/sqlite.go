@@ -96,11 +96,12 @@ type SQLite struct {
 
 	// ready caches the write probe (Ready), so that a flood of /readyz
 	// costs one write a second at most; mu guards it.
-	mu         sync.Mutex
-	probedAt   time.Time
-	probeErr   error
-	appendFail atomic.Int64 // UnixNano of the last failed append, 0 if none
-	appendOK   atomic.Int64 // UnixNano of the last committed append
+	mu       sync.Mutex
+	probedAt time.Time
+	probeErr error
+	// failed is set by an append that failed: the next Ready probes again
+	// rather than trust its last probe.
+	failed atomic.Bool
 }
 
 // request is one unit of write work; res receives its outcome.
@@ -355,10 +356,9 @@ func (s *SQLite) Append(ctx context.Context, r Record) error {
 		return err
 	})
 	if err != nil {
-		s.appendFail.Store(time.Now().UnixNano())
+		s.failed.Store(true)
 		return fmt.Errorf("appending session %s seq %d to %s: %w", r.Session, r.Seq, s.path, err)
 	}
-	s.appendOK.Store(time.Now().UnixNano())
 	return nil
 }
 
@@ -381,29 +381,21 @@ func (s *SQLite) Delete(ctx context.Context, ids []string) error {
 	return nil
 }
 
-// probeEvery is how long Ready trusts its last write probe; appendFailFor
-// how long a failed append makes it answer not ready whatever the probe
-// says (a probe's one page may still fit where a change does not).
-const (
-	probeEvery    = time.Second
-	appendFailFor = 5 * time.Second
-)
+// probeEvery is how long Ready trusts its last write probe.
+const probeEvery = time.Second
 
-// Ready reports whether the store takes writes now: the last append did not
-// fail lately, and a write probe commits. The probe really writes: it
-// negates the schema version and negates it back in one transaction, so the
-// page is written (SQLite skips writing a row set to what it holds, which is
-// why a no-op UPDATE proved nothing). It fails when the file is read-only,
-// locked by another process, or the disk is full. Probes run once a second
-// at most; in between the last one's result stands.
+// Ready reports whether the store takes writes now: a write probe commits.
+// The probe really writes: it negates the schema version and negates it
+// back in one transaction, so the page is written (SQLite skips writing a
+// row set to what it holds, which is why a no-op UPDATE proved nothing). It
+// fails when the file is read-only, locked by another process, or the disk
+// is full. Probes run once a second at most, and at once after an append
+// failed; in between the last one's result stands. mu also makes
+// concurrent callers share one probe rather than each write.
 func (s *SQLite) Ready(ctx context.Context) error {
-	now := time.Now()
-	if fail := s.appendFail.Load(); fail > s.appendOK.Load() && now.Sub(time.Unix(0, fail)) < appendFailFor {
-		return fmt.Errorf("writing to %s: the last change could not be stored", s.path)
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.probedAt.IsZero() && now.Sub(s.probedAt) < probeEvery {
+	if !s.failed.Swap(false) && !s.probedAt.IsZero() && time.Since(s.probedAt) < probeEvery {
 		return s.probeErr
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {

@@ -192,8 +192,7 @@ func TestSQLiteLockedRecovers(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, `ROLLBACK`); err != nil {
 		t.Fatal(err)
 	}
-	// Ready holds a failed append against the store for a few seconds.
-	waitReady(t, s, true)
+	waitReady(t, s, true) // Ready trusts its last probe for up to a second
 	if err := s.Append(ctx, recs[1]); err != nil {
 		t.Fatalf("append after unlock: %v", err)
 	}
