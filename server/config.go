@@ -229,7 +229,7 @@ func checkOriginPattern(p string) error {
 	if _, after, ok := strings.Cut(p, "://"); ok {
 		host = after
 	}
-	if strings.Trim(host, "*?:") == "" {
+	if strings.Trim(host, "*?:.") == "" {
 		return fmt.Errorf("%q allows every origin, so any web page could use the lab's WebSockets; list the host names", p)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"path"
@@ -347,34 +348,41 @@ func (c *conn) nextText() ([]byte, error) {
 
 // checkUpgrade refuses, before the upgrade and as an HTTP error like every
 // other, a request that is not a WebSocket handshake (426) or whose Origin
-// may not open one (403). websocket.Accept checks the same again and stays
-// the authority: what it refuses after these checks (a malformed handshake)
-// it answers in plain text itself.
+// may not open one (403). websocket.Accept checks the Origin again, more
+// loosely (it ignores the scheme): what it refuses after these checks (a
+// malformed handshake) it answers in plain text itself.
 func (s *Server) checkUpgrade(r *http.Request) error {
 	if !isUpgrade(r) {
 		return requestErrorf(http.StatusUpgradeRequired, "this address takes a WebSocket upgrade")
 	}
-	if !originAllowed(r, s.cfg.Origins) {
+	if !s.originAllowed(r) {
 		return requestErrorf(http.StatusForbidden, "this page's origin may not open the lab's WebSockets: %s", r.Header.Get("Origin"))
 	}
 	return nil
 }
 
-// originAllowed is websocket.Accept's Origin check: no Origin (not a
-// browser), the request's own host, or a host matching one of patterns.
-func originAllowed(r *http.Request, patterns []string) bool {
+// originAllowed: no Origin (not a browser), the lab's own origin compared
+// by scheme, host and port (the scheme is https when the request came over
+// TLS, or from a trusted proxy that says so in X-Forwarded-Proto), or a
+// host matching one of Config.Origins (scheme and host when the pattern
+// has a scheme).
+func (s *Server) originAllowed(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
 		return true
 	}
 	u, err := url.Parse(origin)
-	if err != nil {
+	if err != nil || u.Host == "" {
 		return false
 	}
-	if strings.EqualFold(r.Host, u.Host) {
+	scheme := "http"
+	if s.overTLS(r) {
+		scheme = "https"
+	}
+	if strings.EqualFold(u.Scheme, scheme) && strings.EqualFold(withPort(u.Host, scheme), withPort(r.Host, scheme)) {
 		return true
 	}
-	for _, p := range patterns {
+	for _, p := range s.cfg.Origins {
 		target := u.Host
 		if strings.Contains(p, "://") {
 			target = u.Scheme + "://" + u.Host
@@ -384,4 +392,15 @@ func originAllowed(r *http.Request, patterns []string) bool {
 		}
 	}
 	return false
+}
+
+// withPort writes host with its port, the scheme's default if it has none.
+func withPort(host, scheme string) string {
+	if _, _, err := net.SplitHostPort(host); err == nil {
+		return host
+	}
+	if scheme == "https" {
+		return net.JoinHostPort(strings.Trim(host, "[]"), "443")
+	}
+	return net.JoinHostPort(strings.Trim(host, "[]"), "80")
 }
