@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/coder/websocket"
 
 	"github.com/toolcall-lab/lab/server"
@@ -414,4 +415,28 @@ func TestOriginComparedByScheme(t *testing.T) {
 			t.Errorf("Origin %s: %v %v, want 403", origin, resp, err)
 		}
 	}
+}
+
+// TestBrowserSaysTheLabIsFull: finding 1's "Reconnecting in 2 s…" forever.
+// A page the lab refuses says why, from the close's reason, and keeps
+// trying.
+func TestBrowserSaysTheLabIsFull(t *testing.T) {
+	t.Parallel()
+	p := newBrowser(t)
+	base := startLabWith(t, server.Config{MaxSessions: 1})
+	// The one session the cap allows, made by a change.
+	ws, _, err := websocket.Dial(p.ctx, "ws"+strings.TrimPrefix(base, "http")+"/lab/"+newID()+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	full := &client{t: t, ws: ws}
+	full.state()
+	full.do(`{"type":"start"}`)
+
+	p.do("open a new session", chromedp.Navigate(base+"/lab/"+newID()))
+	v := p.waitView("the refusal", func(v pageView) bool {
+		return strings.HasPrefix(v.Connection, "The lab is full right now")
+	})
+	t.Logf("the page says: %q", v.Connection)
 }

@@ -61,6 +61,7 @@ const conn = {
   // hammered.
   retry: new Reconnect(connect),
   tickTimer: 0, // the countdown's interval while a retry is pending
+  refusal: "", // why the lab refused the last connection, shown instead of "Reconnecting"
 };
 
 const errorState = { timer: 0, sentWhenShown: 0 };
@@ -116,6 +117,7 @@ function connect() {
   ws.addEventListener("close", (event) => {
     if (conn.socket !== ws) return;
     conn.socket = null;
+    conn.refusal = refusalText(event);
     if (event.code === 1009) {
       showError(
         "The server closed the connection because a message was too large. The action was not applied.",
@@ -124,6 +126,15 @@ function connect() {
     scheduleReconnect();
   });
   // An "error" event is always followed by "close", which handles it.
+}
+
+// refusalText is what the page says when the lab refused the connection
+// ("The lab is full right now…"): the server accepts the upgrade and closes
+// it at once with 1013 and its reason (docs/protocol.md), since a page
+// cannot read the answer to a refused upgrade. "" for any other close.
+function refusalText(event) {
+  if (event.code !== 1013 || !event.reason) return "";
+  return event.reason.charAt(0).toUpperCase() + event.reason.slice(1);
 }
 
 function scheduleReconnect() {
@@ -136,6 +147,10 @@ function showCountdown() {
   const left = conn.retry.at - Date.now();
   // Under a second a countdown would only flicker.
   const countdown = left > 1000 ? ` in ${Math.ceil(left / 1000)} s` : "";
+  if (conn.refusal) {
+    showConnection("waiting", `${conn.refusal} (next try`, countdown || " now", ")");
+    return;
+  }
   showConnection("waiting", "Reconnecting", countdown, "…");
 }
 
