@@ -30,48 +30,69 @@ func amplify(t *testing.T, base, ip string, sessions int, d time.Duration) []*we
 	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
 	tr := &http.Transport{DialContext: dialer.DialContext}
 	t.Cleanup(tr.CloseIdleConnections)
-	dial := func(id string) *websocket.Conn {
+	dialErr := func(id string) (*websocket.Conn, error) {
 		ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/lab/"+id+"/ws", &websocket.DialOptions{HTTPClient: &http.Client{Transport: tr}})
 		if err != nil {
-			t.Fatalf("dial: %v", err)
+			return nil, err
 		}
 		ws.SetReadLimit(-1)
 		t.Cleanup(func() { ws.CloseNow() })
+		return ws, nil
+	}
+	dial := func(id string) *websocket.Conn {
+		ws, err := dialErr(id)
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
 		return ws
 	}
 	reply, _ := json.Marshal(map[string]string{"type": "queueReply", "raw": strings.Repeat("\x01", 64<<10)})
+	// active opens a tab that reads whatever comes, until it is closed.
+	active := func(id string) (*websocket.Conn, error) {
+		ws, err := dialErr(id)
+		if err != nil {
+			return nil, err
+		}
+		go func() {
+			for {
+				if _, _, err := ws.Read(ctx); err != nil {
+					return
+				}
+			}
+		}()
+		return ws, nil
+	}
 	var slow []*websocket.Conn
 	var senders sync.WaitGroup
+	end := time.Now().Add(d)
 	for range sessions {
 		id := newID()
-		active := dial(id)
+		ws, err := active(id)
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
 		for range 16 {
-			if err := active.Write(ctx, websocket.MessageText, reply); err != nil {
+			if err := ws.Write(ctx, websocket.MessageText, reply); err != nil {
 				t.Fatalf("queue: %v", err)
 			}
 		}
 		for range 31 {
 			slow = append(slow, dial(id))
 		}
-		senders.Add(2)
-		go func() { // the active tab reads whatever comes, until it is closed
-			defer senders.Done()
-			for {
-				if _, _, err := active.Read(ctx); err != nil {
-					return
-				}
-			}
-		}()
-		go func() {
+		senders.Add(1)
+		go func() { // start frames at 20 a second; a closed tab is opened again
 			defer senders.Done()
 			tick := time.NewTicker(50 * time.Millisecond)
 			defer tick.Stop()
-			for end := time.Now().Add(d); time.Now().Before(end); <-tick.C {
-				if active.Write(ctx, websocket.MessageText, []byte(`{"type":"start"}`)) != nil {
-					return
+			for ; time.Now().Before(end); <-tick.C {
+				if ws.Write(ctx, websocket.MessageText, []byte(`{"type":"start"}`)) != nil {
+					ws.CloseNow()
+					if ws, err = active(id); err != nil {
+						return // refused: the lab holds
+					}
 				}
 			}
-			active.CloseNow()
+			ws.CloseNow()
 		}()
 	}
 	senders.Wait()

@@ -107,7 +107,7 @@ func DefaultConfig() Config {
 		AddrConnRate:       50,
 		MaxAddrSessions:    2_000,
 		MaxConnOutboxBytes: 16 << 20,
-		MaxOutboxBytes:     512 << 20,
+		MaxOutboxBytes:     256 << 20,
 		MaxRuns:            1_000,
 		MaxRenames:         200,
 		MaxEvents:          5_000,

@@ -68,15 +68,15 @@ func flood(t *testing.T, s *SQLite, rawBytes int, stopAfter int64, d time.Durati
 
 // TestWALStaysBounded: continuous writes (finding 3 of issue 10: the WAL
 // grew to 621 MB in 10 s because a passive checkpoint never reaches the end
-// of a log that keeps growing) leave the log within its limit plus what a
-// commit adds (a batch of up to 256 appends), once many times that much was
-// written.
+// of a log that keeps growing) leave the log within its limit plus what one
+// commit adds (8 writers: a batch of at most 8 appends of 64 KiB and their
+// pages), once several times that much was written.
 func TestWALStaysBounded(t *testing.T) {
 	t.Parallel()
-	const limit = 4 << 20
-	const slack = 12 << 20 // one batch of 256 appends of 16 KiB and their pages
+	const limit = 2 << 20
+	const slack = 4 << 20
 	s := openTemp(t, Options{WALLimit: limit})
-	maxWAL, written := flood(t, s, 16<<10, 4*(limit+slack), 20*time.Second)
+	maxWAL, written := flood(t, s, 64<<10, 3*(limit+slack), 30*time.Second)
 	t.Logf("wrote %d MiB of replies; largest WAL %.1f MiB (limit %d MiB)", written>>20, float64(maxWAL)/(1<<20), limit>>20)
 	if written < 2*(limit+slack) {
 		t.Fatalf("only %d bytes written: too few to tell whether the log is bounded", written)
