@@ -63,6 +63,10 @@ type conn struct {
 	// causes afterwards, so no flusher goroutine is needed for it.
 	readerFlushes bool
 	stopped       bool // the handler is tearing down: start no more flushers
+	// torn is set once the handler has torn down: a frame handed over
+	// after that (an overview flush that took its list of connections
+	// earlier) is dropped, so its bytes are never counted.
+	torn bool
 
 	flushers sync.WaitGroup
 }
@@ -70,7 +74,7 @@ type conn struct {
 func (c *conn) sendState(frame []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closeWith != nil {
+	if c.closeWith != nil || c.torn {
 		return
 	}
 	if c.nStates == maxPendingStates {
@@ -124,7 +128,7 @@ func (c *conn) sendError(err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
-	case c.closeWith != nil:
+	case c.closeWith != nil || c.torn:
 		return
 	case c.nErrors == maxPendingErrors:
 		c.closeWith = &closeTooManyRefusals
@@ -286,6 +290,7 @@ func (c *conn) stop() {
 	c.mu.Unlock()
 	c.flushers.Wait()
 	c.mu.Lock()
+	c.torn = true
 	c.dropOutbox() // what no flusher will write
 	c.mu.Unlock()
 }

@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -49,24 +48,6 @@ func TestFrameRateLimit(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Code != websocket.StatusPolicyViolation || !strings.Contains(ce.Reason, "too many frames") {
 		t.Fatalf("after sustained abuse: %v, want close 1008 naming too many frames", err)
 	}
-}
-
-// dialRefused expects the upgrade to be refused before it happens and
-// returns the HTTP status and body.
-func dialRefused(t *testing.T, ts *httptest.Server, id string) (int, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	ws, resp, err := websocket.Dial(ctx, wsURL(ts, id), nil)
-	if err == nil {
-		ws.CloseNow()
-		t.Fatalf("dial %s was accepted, want it refused", id)
-	}
-	if resp == nil {
-		t.Fatalf("dial %s: %v, with no HTTP response", id, err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
 }
 
 // dialClosed expects the upgrade to succeed and the server to close the

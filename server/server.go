@@ -300,15 +300,18 @@ func (s *Server) attach(c *conn) bool {
 	return true
 }
 
-// hold counts a handler that has upgraded but has no conn (yet), so that
-// Shutdown waits for it; false when the server is closing (the caller then
-// drops the connection). The caller calls handlers.Done.
-func (s *Server) hold() bool {
+// hold counts a handler that has upgraded ws but has no conn (yet), so
+// that Shutdown waits for it. When the server is closing it closes ws the
+// way the others were and returns false. The caller calls handlers.Done.
+func (s *Server) hold(ws *websocket.Conn) bool {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closing {
+		why := s.closeWith
+		s.mu.Unlock()
+		why.closeConn(ws)
 		return false
 	}
+	defer s.mu.Unlock()
 	s.handlers.Add(1)
 	return true
 }

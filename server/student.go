@@ -77,9 +77,8 @@ func (s *Server) studentSocket(c echo.Context) error {
 	if err != nil {
 		return nil // Accept has written the response
 	}
-	if !s.hold() {
-		ws.CloseNow() // closing: hold closed it the way the others were
-		return nil
+	if !s.hold(ws) {
+		return nil // closing: hold closed it the way the others were
 	}
 	defer s.handlers.Done()
 	var sess *session
