@@ -18,9 +18,21 @@ const MaxNameLength = 40
 // tab would break the instructor's one-line table).
 var ErrInvalidName = errors.New("name must not contain control characters")
 
+// formatCharError refuses a name holding a format character (Unicode
+// category Cf: bidi overrides such as U+202E, zero-width characters), which
+// can make a name look like another in the instructor's table. It is an
+// ErrInvalidName.
+type formatCharError struct{ r rune }
+
+func (e formatCharError) Error() string {
+	return fmt.Sprintf("name must not contain invisible format characters (%U): they can disguise a name", e.r)
+}
+
+func (e formatCharError) Is(target error) bool { return target == ErrInvalidName }
+
 // NormalizeName returns the name a session shows: trimmed of surrounding
-// white space, at most MaxNameLength characters, no control characters. ""
-// (or only spaces) clears the name.
+// white space, at most MaxNameLength characters, no control characters and
+// no format characters (category Cf). "" (or only spaces) clears the name.
 func NormalizeName(name string) (string, error) {
 	name = strings.TrimSpace(name)
 	if utf8.RuneCountInString(name) > MaxNameLength {
@@ -28,6 +40,10 @@ func NormalizeName(name string) (string, error) {
 	}
 	if strings.IndexFunc(name, unicode.IsControl) >= 0 {
 		return "", ErrInvalidName
+	}
+	if i := strings.IndexFunc(name, func(r rune) bool { return unicode.Is(unicode.Cf, r) }); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(name[i:])
+		return "", formatCharError{r}
 	}
 	return name, nil
 }

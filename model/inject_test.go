@@ -228,7 +228,16 @@ func TestNormalizeName(t *testing.T) {
 		{strings.Repeat("x", 41), "", "name length in characters limit reached (at most 40)"},
 		{"a\nb", "", "name must not contain control characters"},
 		{"a\x00b", "", "name must not contain control characters"},
+		// Format characters (Cf) disguise names: a bidi override, a
+		// zero-width space, a byte order mark, a soft hyphen.
+		{"Ada\u202Egnp.exe", "", "name must not contain invisible format characters (U+202E): they can disguise a name"},
+		{"A\u200Bda", "", "name must not contain invisible format characters (U+200B): they can disguise a name"},
+		{"\uFEFFAda", "", "name must not contain invisible format characters (U+FEFF): they can disguise a name"},
+		{"Ad\u00ADa", "", "name must not contain invisible format characters (U+00AD): they can disguise a name"},
 		{"<b>x</b>", "<b>x</b>", ""},
+	}
+	if _, err := NormalizeName("x\u202E"); !errors.Is(err, ErrInvalidName) {
+		t.Errorf("a format character: %v, want an ErrInvalidName (reason invalid_name)", err)
 	}
 	for _, tt := range tests {
 		got, err := NormalizeName(tt.in)

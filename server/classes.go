@@ -469,6 +469,9 @@ func (s *Server) deleteSessions(ctx context.Context, sessions []*session) ([]str
 func (s *Server) forget(ids []string) {
 	s.mu.Lock()
 	for _, id := range ids {
+		if sess, ok := s.sessions[id]; ok {
+			s.uncount(sess)
+		}
 		delete(s.sessions, id)
 		delete(s.classOf, id)
 	}

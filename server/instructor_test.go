@@ -104,7 +104,8 @@ func bearerHeader(token string) http.Header {
 
 func TestInstructorAuth(t *testing.T) {
 	t.Parallel()
-	ts := runInstructorLab(t, server.Config{})
+	// It presents many wrong credentials on purpose, all from one address.
+	ts := runInstructorLab(t, server.Config{AuthFailureBurst: 1000})
 	id := newID()
 	dial(t, ts, id)
 

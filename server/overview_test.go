@@ -19,7 +19,7 @@ func TestOverviewStopWaitsForFlush(t *testing.T) {
 		}
 		return nil
 	})
-	c := &conn{stopped: true} // collects frames; starts no flusher
+	c := &conn{stopped: true, budget: 1 << 20, total: &outboxBudget{max: 1 << 20}} // collects frames; starts no flusher
 	o.subscribe(c, "")
 	o.mark()
 	<-entered

@@ -63,6 +63,7 @@ func restoreSession(info store.Session, recs []store.Record, cfg *Config, m *met
 		if _, err := s.lab.Apply(r.Event); err != nil {
 			return nil, fmt.Errorf("session %s: replaying seq %d: %w", info.ID, r.Seq, err)
 		}
+		s.count(r.Event)
 		s.timeline.add(newTimelineEntry(r.Event, s.lab, r.Notice, r.Time))
 		if r.Event.By == model.Student {
 			s.lastOwn = r.Time

@@ -74,7 +74,8 @@ func withBearer(extra map[string]string) map[string]string {
 // and the WebSockets; an HTML page (or the login redirect) for pages.
 func TestEveryRouteRefusesBadInput(t *testing.T) {
 	t.Parallel()
-	lab, ts := runLab(t, server.Config{InstructorToken: testToken, MetricsToken: "metrics-token"})
+	// Many wrong credentials on purpose, all from one address.
+	lab, ts := runLab(t, server.Config{InstructorToken: testToken, MetricsToken: "metrics-token", AuthFailureBurst: 1000})
 	unknown := newID()
 	evilOrigin := map[string]string{"Origin": "https://evil.example"}
 	// A class, whose key stands for credentials that do not reach the

@@ -12,9 +12,10 @@ import (
 
 // session is one lab session, named by a UUID.
 //
-// Ownership: mu guards inbox, draining, conns, watchers, frame, row,
-// timeline, lastActive and lastOwn; expiring and admitted are guarded by Server.mu. The
-// lab is owned by the goroutine that drains the inbox; at most one drains at
+// Ownership: mu guards inbox, draining, gone, conns, watchers, frame, row,
+// timeline, lastActive and lastOwn; expiring, stored, creator and admitted are guarded
+// by Server.mu. The lab, its encoder and the run and rename counts are owned
+// by the goroutine that drains the inbox; at most one drains at
 // a time (chosen under mu, by the draining flag), so changes apply one at a
 // time in arrival order, and frames are handed to connections under mu in
 // that same order. No goroutine of its own: whoever submits into an idle
@@ -37,18 +38,29 @@ type session struct {
 	row      sessionRow         // the overview's row, as of the last change
 	timeline timeline
 
-	lastActive time.Time // the last change or disconnect, for the janitor
+	lastActive time.Time // the last change: connections do not extend a session's life
+	gone       bool      // the janitor is deleting it: submit refuses
 	// lastOwn is the student's own last activity, for the overview: their
 	// last change, or the session's creation. An instructor's injection or
 	// a tab reconnecting after a restart is not the student acting.
 	lastOwn time.Time
 
 	// Guarded by Server.mu.
-	expiring bool // the janitor is deleting it
-	admitted int  // connections admitted to it
+	expiring bool   // the janitor is deleting it
+	admitted int    // connections admitted to it
+	stored   bool   // it has changed, so it is stored and counted (Server.reserve)
+	creator  string // the client address that made its first change, "" if unknown
 
-	lab *model.Lab   // owned by the current drainer
-	enc stateEncoder // owned by the current drainer
+	// reserve counts the session as stored before its first change is
+	// appended (Server.reserve), on behalf of a client address ("" for an
+	// instructor); unreserve undoes it when that append fails.
+	reserve   func(s *session, addr string) error
+	unreserve func(s *session)
+	caps      eventCaps
+
+	lab           *model.Lab   // owned by the current drainer
+	enc           stateEncoder // owned by the current drainer
+	runs, renames int          // owned by the current drainer: events of these kinds so far
 }
 
 // pending is a command waiting to be applied, with where its refusal goes.
@@ -62,6 +74,8 @@ func newSession(id string, cfg *Config, m *metrics, changed func()) *session {
 	now := cfg.Now()
 	s := &session{
 		id: id, limits: cfg.Limits, metrics: m, store: cfg.Store, now: cfg.Now, changed: changed,
+		reserve: func(*session, string) error { return nil }, unreserve: func(*session) {},
+		caps:  eventCaps{runs: cfg.MaxRuns, renames: cfg.MaxRenames, events: cfg.MaxEvents},
 		conns: make(map[*conn]struct{}), watchers: make(map[*conn]struct{}),
 		lab: model.NewLab(), enc: stateEncoder{session: id}, lastActive: now, lastOwn: now,
 	}
@@ -116,6 +130,11 @@ func (s *session) unwatch(c *conn) {
 // in the calling goroutine.
 func (s *session) submit(p pending) {
 	s.mu.Lock()
+	if s.gone {
+		s.mu.Unlock()
+		s.refuse(p, errSessionExpiring)
+		return
+	}
 	if len(s.inbox) >= maxInbox {
 		s.mu.Unlock()
 		s.refuse(p, errSessionBusy)
@@ -159,10 +178,25 @@ func (s *session) apply(p pending) {
 		s.refuse(p, err)
 		return
 	}
+	if err := s.caps.check(ev, s.runs, s.renames, s.lab.Seq()); err != nil {
+		s.refuse(p, err)
+		return
+	}
 	notice, run, err := s.lab.Preview(ev)
 	if err != nil {
 		s.refuse(p, err)
 		return
+	}
+	first := s.lab.Seq() == 0
+	if first {
+		addr := ""
+		if p.from != nil {
+			addr = p.from.remote
+		}
+		if err := s.reserve(s, addr); err != nil {
+			s.refuse(p, err)
+			return
+		}
 	}
 	now := s.now().UTC().Truncate(time.Millisecond)
 	rec := store.Record{Session: s.id, Seq: s.lab.Seq() + 1, Time: now, Event: ev, Run: run, Notice: notice}
@@ -170,9 +204,13 @@ func (s *session) apply(p pending) {
 	err = s.store.Append(context.Background(), rec)
 	s.metrics.appendLatency.Observe(time.Since(started).Seconds())
 	if err != nil {
+		if first {
+			s.unreserve(s)
+		}
 		s.refuse(p, fmt.Errorf("%w: %w", errCannotSave, err))
 		return
 	}
+	s.count(ev)
 	if _, err := s.lab.Apply(ev); err != nil {
 		// Preview accepted ev, so this cannot happen; the stored record
 		// would then disagree with the session, which a restart resolves.
@@ -214,6 +252,24 @@ func (s *session) apply(p pending) {
 	if p.done != nil {
 		p.done <- nil
 	}
+}
+
+// count adds ev to the run and rename counts (eventCaps). Called by the
+// drainer, and by restoreSession for the stored events.
+func (s *session) count(ev model.Event) {
+	switch ev.Kind {
+	case model.RunStarted:
+		s.runs++
+	case model.Renamed:
+		s.renames++
+	}
+}
+
+// idle reports whether no change waits or is being applied.
+func (s *session) idle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.draining && len(s.inbox) == 0
 }
 
 // refuse sends err to whoever sent p: an error frame to its connection, the

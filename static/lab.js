@@ -101,6 +101,7 @@ const conn = {
   retry: new Reconnect(connect),
   tickTimer: 0, // the countdown's interval while a retry is pending
   stopped: false, // observing without an instructor login: no more attempts
+  refusal: "", // why the lab refused the last connection, shown instead of "Reconnecting"
 };
 
 // kind is "offline" for a "Not connected" message, which a reconnection
@@ -200,6 +201,7 @@ function connect() {
     if (conn.socket !== ws) return;
     conn.socket = null;
     endStartHold();
+    conn.refusal = refusalText(event);
     if (event.code === 1009) {
       showError(
         "The server closed the connection because a message was too large. The action was not applied.",
@@ -225,6 +227,15 @@ async function loginMissing() {
   }
 }
 
+// refusalText is what the page says when the lab refused the connection
+// ("The lab is full right now…"): the server accepts the upgrade and closes
+// it at once with 1013 and its reason (docs/protocol.md), since a page
+// cannot read the answer to a refused upgrade. "" for any other close.
+function refusalText(event) {
+  if (event.code !== 1013 || !event.reason) return "";
+  return event.reason.charAt(0).toUpperCase() + event.reason.slice(1);
+}
+
 function scheduleReconnect() {
   conn.retry.schedule(conn.gotState);
   conn.tickTimer = setInterval(showCountdown, 250);
@@ -235,6 +246,10 @@ function showCountdown() {
   const left = conn.retry.at - Date.now();
   // Under a second a countdown would only flicker.
   const countdown = left > 1000 ? ` in ${Math.ceil(left / 1000)} s` : "";
+  if (conn.refusal) {
+    showConnection("waiting", `${conn.refusal} (next try`, countdown || " now", ")");
+    return;
+  }
   showConnection("waiting", "Reconnecting", countdown, "…");
 }
 
