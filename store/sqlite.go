@@ -42,6 +42,11 @@ var migrations = [][]string{
 			PRIMARY KEY (session, seq)
 		) WITHOUT ROWID`,
 	},
+	// 2: a delivery's prediction (model.Prediction's word, '' for none), so
+	// that a restart keeps every prediction. Older rows had none.
+	2: {
+		`ALTER TABLE events ADD COLUMN prediction TEXT NOT NULL DEFAULT ''`,
+	},
 }
 
 // SchemaVersion is the schema this build writes.
@@ -259,8 +264,8 @@ func (s *SQLite) write(ctx context.Context, op func(*sql.Tx) error) error {
 }
 
 const (
-	insertEventSQL = `INSERT INTO events (session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertEventSQL = `INSERT INTO events (session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice, prediction)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// A session's row is written with its first event; its last activity is
 	// its newest event's time, so an append writes one row, not two.
 	insertSessionSQL = `INSERT INTO sessions (id, created) VALUES (?, ?)`
@@ -308,7 +313,7 @@ func (s *SQLite) Append(ctx context.Context, r Record) error {
 			}
 		}
 		_, err := tx.Stmt(s.insertEvent).Exec(w.session, w.seq, w.timeMs, w.actor, w.kind, w.message,
-			w.msgKind, w.msgFrom, w.raw, w.keyRun, w.keyCall, w.run, w.notice)
+			w.msgKind, w.msgFrom, w.raw, w.keyRun, w.keyCall, w.run, w.notice, w.prediction)
 		return err
 	})
 	if err != nil {
@@ -386,7 +391,7 @@ func (s *SQLite) Events(ctx context.Context, id string) ([]Record, error) {
 		return nil, ErrClosed
 	default:
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice
+	rows, err := s.db.QueryContext(ctx, `SELECT session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice, prediction
 		FROM events WHERE session = ? ORDER BY seq`, id)
 	if err != nil {
 		return nil, fmt.Errorf("reading session %s from %s: %w", id, s.path, err)
@@ -395,7 +400,7 @@ func (s *SQLite) Events(ctx context.Context, id string) ([]Record, error) {
 	var out []Record
 	for rows.Next() {
 		var w row
-		if err := rows.Scan(&w.session, &w.seq, &w.timeMs, &w.actor, &w.kind, &w.message, &w.msgKind, &w.msgFrom, &w.raw, &w.keyRun, &w.keyCall, &w.run, &w.notice); err != nil {
+		if err := rows.Scan(&w.session, &w.seq, &w.timeMs, &w.actor, &w.kind, &w.message, &w.msgKind, &w.msgFrom, &w.raw, &w.keyRun, &w.keyCall, &w.run, &w.notice, &w.prediction); err != nil {
 			return nil, fmt.Errorf("reading session %s from %s: %w", id, s.path, err)
 		}
 		r, err := decode(w)
