@@ -55,6 +55,9 @@ type Config struct {
 	MaxConns        int
 	MaxSessionConns int
 	MaxSessions     int
+	// StuckAfter flags a student stuck on the progress board when no new
+	// step of the exercise was ticked for this long.
+	StuckAfter time.Duration
 }
 
 // DefaultConfig is the one place the server's defaults are written; cmd/lab
@@ -73,6 +76,7 @@ func DefaultConfig() Config {
 		MaxConns:        10_000,
 		MaxSessionConns: 32,
 		MaxSessions:     10_000,
+		StuckAfter:      5 * time.Minute,
 	}
 }
 
@@ -89,6 +93,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.MaxConns = orDefault(c.MaxConns, d.MaxConns)
 	c.MaxSessionConns = orDefault(c.MaxSessionConns, d.MaxSessionConns)
 	c.MaxSessions = orDefault(c.MaxSessions, d.MaxSessions)
+	c.StuckAfter = orDefault(c.StuckAfter, d.StuckAfter)
 	if c.Logger == nil {
 		c.Logger = d.Logger
 	}

@@ -25,6 +25,7 @@ type sessionRow struct {
 	Receipts     int       `json:"receipts"`
 	Seq          uint64    `json:"seq"`
 	LastActivity time.Time `json:"lastActivity"`
+	progress               // steps, current, currentSince, stuck, predictions (exercise.go)
 }
 
 func newRow(id string, v model.LabView, now time.Time) sessionRow {
@@ -34,14 +35,16 @@ func newRow(id string, v model.LabView, now time.Time) sessionRow {
 	}
 }
 
-// overviewFrame carries the whole class table. Whole tables rather than
-// changed rows: any frame alone is the truth, so a connection's outbox may
-// drop older ones, and a table of 200 rows is about 40 KB.
-func overviewFrame(rows []sessionRow) []byte {
+// overviewFrame carries the whole class table, and the class's progress
+// summary computed from the same rows. Whole tables rather than changed
+// rows: any frame alone is the truth, so a connection's outbox may drop
+// older ones, and a table of 200 rows is about 40 KB.
+func overviewFrame(rows []sessionRow, sum classSummary) []byte {
 	return mustJSON(struct {
 		Type     string       `json:"type"`
 		Sessions []sessionRow `json:"sessions"`
-	}{"overview", rows})
+		Exercise classSummary `json:"exercise"`
+	}{"overview", rows, sum})
 }
 
 // mustJSON encodes values whose types cannot fail to encode.
@@ -75,7 +78,8 @@ func (s *Server) rows() []sessionRow {
 // waits for them. Lock order: flushing, then mu; rows are read
 // (session.mu) with neither mu held.
 type overview struct {
-	rows func() []sessionRow
+	rows    func() []sessionRow
+	summary func([]sessionRow) classSummary
 
 	flushing sync.Mutex
 	flushes  sync.WaitGroup // a scheduled or running flush; Add under mu while not stopped
@@ -87,8 +91,14 @@ type overview struct {
 	stopped bool
 }
 
-func newOverview(rows func() []sessionRow) *overview {
-	return &overview{rows: rows, conns: make(map[*conn]struct{})}
+func newOverview(rows func() []sessionRow, summary func([]sessionRow) classSummary) *overview {
+	return &overview{rows: rows, summary: summary, conns: make(map[*conn]struct{})}
+}
+
+// frame builds an overview frame of the rows as they are now.
+func (o *overview) frame() []byte {
+	rows := o.rows()
+	return overviewFrame(rows, o.summary(rows))
 }
 
 // mark says that a row may have changed.
@@ -118,7 +128,7 @@ func (o *overview) flush() {
 	if stopped || len(conns) == 0 {
 		return
 	}
-	frame := overviewFrame(o.rows())
+	frame := o.frame()
 	for _, c := range conns {
 		c.sendState(frame)
 	}
@@ -131,7 +141,7 @@ func (o *overview) subscribe(c *conn) {
 	o.mu.Lock()
 	o.conns[c] = struct{}{}
 	o.mu.Unlock()
-	c.sendState(overviewFrame(o.rows()))
+	c.sendState(o.frame())
 }
 
 func (o *overview) unsubscribe(c *conn) {

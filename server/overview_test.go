@@ -18,7 +18,7 @@ func TestOverviewStopWaitsForFlush(t *testing.T) {
 			<-release
 		}
 		return nil
-	})
+	}, func(rows []sessionRow) classSummary { return summarize(rows, time.Now(), time.Minute) })
 	c := &conn{stopped: true} // collects frames; starts no flusher
 	o.subscribe(c)
 	o.mark()

@@ -49,6 +49,7 @@ func (s *Server) load(ctx context.Context) ([]*session, error) {
 func restoreSession(info store.Session, recs []store.Record, cfg *Config, m *metrics, changed func()) (*session, error) {
 	s := newSession(info.ID, cfg, m, changed)
 	s.lastActive = info.LastActive
+	s.clock.began = info.Created
 	for _, r := range recs {
 		if r.Seq != s.lab.Seq()+1 {
 			return nil, fmt.Errorf("session %s: stored seq %d follows seq %d", info.ID, r.Seq, s.lab.Seq())
@@ -56,10 +57,13 @@ func restoreSession(info store.Session, recs []store.Record, cfg *Config, m *met
 		if _, err := s.lab.Apply(r.Event); err != nil {
 			return nil, fmt.Errorf("session %s: replaying seq %d: %w", info.ID, r.Seq, err)
 		}
+		s.clock.steps(s.lab.Exercise(), r.Seq, r.Time)
 		s.timeline.add(newTimelineEntry(r.Event, s.lab, r.Notice, r.Time))
 	}
 	frame, v := s.enc.frame(s.lab)
+	s.clock.receipts(v.Receipts)
 	s.frame = frame
 	s.row = newRow(s.id, v, s.lastActive)
+	s.row.progress = s.clock.progress(v)
 	return s, nil
 }

@@ -35,6 +35,7 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/lab/:id", s.studentPage)
 	e.GET("/lab/:id/ws", s.studentSocket)
 	e.StaticFS("/static", static.Files)
+	e.GET("/exercise.json", s.exerciseSteps) // the nine steps' texts (exercise.go)
 
 	// Operations (ops.go; README "Operations", docs/metrics.md).
 	e.GET("/healthz", s.healthz)
@@ -56,6 +57,7 @@ func (s *Server) routes() *echo.Echo {
 	e.POST("/api/inject", s.inject, s.requireInstructor)
 	e.GET("/api/sessions/:id/export", s.exportSession, s.requireInstructor)
 	e.GET("/api/export.csv", s.exportCSV, s.requireInstructor)
+	e.GET("/api/grades.csv", s.exportGrades, s.requireInstructor) // grades.go
 	return e
 }
 

@@ -170,6 +170,14 @@ func TestEveryRouteRefusesBadInput(t *testing.T) {
 			{name: "wrong cookie", method: "GET", path: "/api/export.csv", header: wrongCookie, status: 401, answer: jsonError},
 			{name: "wrong method", method: "POST", path: "/api/export.csv", header: bearer, status: 405, answer: jsonError},
 		},
+		"GET /api/grades.csv": {
+			{name: "no credentials", method: "GET", path: "/api/grades.csv", status: 401, answer: jsonError},
+			{name: "wrong cookie", method: "GET", path: "/api/grades.csv", header: wrongCookie, status: 401, answer: jsonError},
+			{name: "wrong method", method: "POST", path: "/api/grades.csv", header: bearer, status: 405, answer: jsonError},
+		},
+		"GET /exercise.json": {
+			{name: "wrong method", method: "POST", path: "/exercise.json", status: 405, answer: jsonError},
+		},
 		// Not routes: paths nothing serves, which browsers may ask for.
 		"": {
 			{name: "unknown path", method: "GET", path: "/nope", status: 404, answer: htmlPage},

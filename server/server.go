@@ -88,7 +88,9 @@ func New(cfg Config) (*Server, error) {
 		conns:          make(map[*conn]struct{}),
 	}
 	s.metrics = newMetrics(s.sessionCount)
-	s.overview = newOverview(s.rows)
+	s.overview = newOverview(s.rows, func(rows []sessionRow) classSummary {
+		return summarize(rows, s.cfg.Now(), s.cfg.StuckAfter)
+	})
 	s.echo = s.routes()
 	return s, nil
 }
