@@ -87,6 +87,7 @@ func settings(c *config) []setting {
 		{"max-conns", "LAB_MAX_CONNS", "open WebSockets in all; more are answered 503", intValue{&sc.MaxConns}},
 		{"max-session-conns", "LAB_MAX_SESSION_CONNS", "open WebSockets per session; more are answered 503", intValue{&sc.MaxSessionConns}},
 		{"max-sessions", "LAB_MAX_SESSIONS", "sessions held at most (idle ones expire after -session-ttl); a new one past it is answered 503", intValue{&sc.MaxSessions}},
+		{"stuck-after", "LAB_STUCK_AFTER", "a student with no new exercise step for this long is flagged stuck on the progress board", durationValue{&sc.StuckAfter}},
 	}
 }
 
