@@ -130,7 +130,8 @@ const viewJS = `(() => {
 			button: li.querySelector("button").textContent,
 			instructor: li.classList.contains("from-instructor"),
 		})),
-		receipts: [...document.querySelectorAll("#receipts > li")].map((li) => li.textContent),
+		// The seed's line of each receipt; its explanation is beside it.
+		receipts: [...document.querySelectorAll("#receipts > li")].map((li) => (li.querySelector(".receipt-notice") ?? li).textContent),
 		focus,
 	};
 })()`
@@ -300,9 +301,16 @@ func (l *expectedLab) queueDeadline(step string) {
 // afterwards, with notice as both the notice and the receipt.
 func (l *expectedLab) deliver(step string, n int, notice, status, detail string) {
 	l.p.t.Helper()
+	l.deliverAs(step, n, strconv.Itoa(n), notice, status, detail)
+}
+
+// deliverAs delivers the message with id n, which the page numbers number
+// (the student's own count, or I1, I2, … for the instructor's).
+func (l *expectedLab) deliverAs(step string, n int, number, notice, status, detail string) {
+	l.p.t.Helper()
 	l.p.deliver(n)
 	l.status, l.detail, l.notice = status, detail, notice
-	l.receipts = append(l.receipts, fmt.Sprintf("Delivered message %d: %s", n, notice))
+	l.receipts = append(l.receipts, fmt.Sprintf("Delivered message %s: %s", number, notice))
 	l.expect(step)
 }
 
@@ -513,7 +521,9 @@ func TestBrowserKeyboardDeliverKeepsFocus(t *testing.T) {
 	// Reach the button with Tab from the start button, through every
 	// control in order, as a keyboard user would.
 	p.do("focus Start new run", chromedp.Focus(chromedp.ID("start")))
-	for _, want := range []string{"reply", "queue-reply", "queue-deadline", "deliver-1"} {
+	// The prediction choice (one stop for its radio group) comes before the
+	// Deliver buttons, as a student predicts and then delivers.
+	for _, want := range []string{"reply", "queue-reply", "queue-deadline", "predict-none", "deliver-1"} {
 		p.do("press Tab", chromedp.KeyEvent("\t"))
 		p.waitView("focus on "+want, func(v pageView) bool { return v.Focus == want })
 	}

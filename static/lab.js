@@ -22,6 +22,7 @@ import {
   str,
   syncList,
 } from "./dom.js";
+import { chosenPrediction, clearPrediction, fillReceipt, initExercise, renderExercise } from "./exercise.js";
 
 const ERROR_CLEAR_MS = 15_000;
 // The protocol lets a server close the connection (1009) on a frame over
@@ -202,6 +203,7 @@ function render(state) {
   renderReceipts(list(state.receipts));
   renderDraft(str(state.draft));
   renderName(str(state.name));
+  renderExercise(state);
 }
 
 function renderDraft(next) {
@@ -251,7 +253,12 @@ function makeQueueRow(id) {
 }
 
 function updateQueueRow(row, item, id) {
-  setText(row.label, `Message ${id}: ${str(item.label)}`);
+  // The student's own messages are numbered 1, 2, … and the instructor's
+  // I1, I2, … (the frame's number), so the walkthrough's "message 2" is
+  // always the student's second; the id stays what deliver sends.
+  const number = str(item.number) || String(id);
+  setText(row.label, `Message ${number}: ${str(item.label)}`);
+  setText(row.button, `Deliver message ${number}`);
   const fromInstructor = item.from === "instructor";
   row.el.classList.toggle("from-instructor", fromInstructor);
   if (row.origin.hidden === fromInstructor) row.origin.hidden = !fromInstructor;
@@ -259,10 +266,7 @@ function updateQueueRow(row, item, id) {
 }
 
 function renderReceipts(items) {
-  syncList(ui.receipts, items, (li, receipt) => {
-    const message = typeof receipt?.message === "number" ? receipt.message : "?";
-    setText(li, `Delivered message ${message}: ${str(receipt?.notice)}`);
-  });
+  syncList(ui.receipts, items, fillReceipt);
   ui.receiptsEmpty.hidden = items.length > 0;
 }
 
@@ -287,7 +291,9 @@ ui.queue.addEventListener("click", (event) => {
   const button = event.target.closest("button[data-message-id]");
   if (!button || !ui.queue.contains(button)) return;
   const id = Number(button.dataset.messageId);
-  send({ type: "deliver", message: id }, button.textContent);
+  const predict = chosenPrediction();
+  const frame = predict ? { type: "deliver", message: id, predict } : { type: "deliver", message: id };
+  if (send(frame, button.textContent)) clearPrediction();
 });
 
 // ---- display name -----------------------------------------------------------
@@ -310,6 +316,7 @@ window.addEventListener("online", () => {
 });
 
 setText(ui.sessionId, sessionId);
+initExercise();
 if (sessionId === "") {
   showConnection("waiting", "Not connected");
   showError("This page needs a session address such as /lab/<id>. Use “New session” to get one.");

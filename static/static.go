@@ -8,7 +8,8 @@ import "embed"
 // Files holds the pages the server serves (lab.html at /lab/{id},
 // instructor.html and instructor-login.html under /instructor), and the
 // stylesheets and scripts they load from /static/<name>; dom.js is the module
-// of helpers the scripts share.
+// of helpers the scripts share, exercise.js the student's exercise panel and
+// progress.js the console's progress board.
 //
-//go:embed lab.html lab.css lab.js dom.js instructor.html instructor-login.html instructor.css instructor.js instructor-login.js
+//go:embed lab.html lab.css lab.js dom.js exercise.js exercise.css progress.js instructor.html instructor-login.html instructor.css instructor.js instructor-login.js
 var Files embed.FS
