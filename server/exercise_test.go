@@ -321,6 +321,7 @@ func TestRestartKeepsTicksAndPredictions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { st.Close() }) // after the server's shutdown (cleanups run last first)
 	ts := runInstructorLab(t, server.Config{Store: st})
 	id := newID()
 	c, _ := dial(t, ts, id)
