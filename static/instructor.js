@@ -357,14 +357,15 @@ function renderTimeline(frame) {
   }
   const rows = entries.map((e) => {
     const tr = document.createElement("tr");
-    const message = num(e.message) > 0 ? `${num(e.message)}: ${str(e.label)}` : str(e.label);
+    const message = num(e.message) > 0 ? `${str(e.number) || num(e.message)}: ${str(e.label)}` : str(e.label);
+    const predicted = e.predicted ? ` (predicted ${str(e.predicted)}: ${e.right ? "right" : "wrong"})` : "";
     for (const [text, cls] of [
       [String(num(e.seq)), ""],
       [localTime(e.time), ""],
       [str(e.actor), e.actor === "instructor" ? "by-instructor" : ""],
       [str(e.kind), ""],
       [message, "wrap"],
-      [str(e.notice), "wrap"],
+      [str(e.notice) + predicted, "wrap"],
     ]) {
       const td = document.createElement("td");
       td.textContent = text;
