@@ -141,7 +141,7 @@ const viewJS = `(() => {
 			instructor: li.classList.contains("from-instructor"),
 			delivered: li.parentElement.id === "delivered",
 		})),
-		receipts: receipts.map((li) => li.querySelector(".text").textContent),
+		receipts: receipts.map((li) => li.querySelector(".receipt-notice").textContent),
 		byTeacher: receipts.map((li) => li.classList.contains("by-instructor") && !li.querySelector(".origin").hidden),
 		focus, feedback: text("feedback"), note: text("instructor-note"),
 		check: text("reply-check"), where: text("reply-where"),
@@ -298,14 +298,26 @@ func (l *expectedLab) queueOutput(step, output string) {
 func (l *expectedLab) queueShown(step, raw string) {
 	l.p.t.Helper()
 	l.p.click("queue-reply")
-	l.queue = append(l.queue, fmt.Sprintf("Message %d: %s", len(l.queue)+1, raw))
+	l.queue = append(l.queue, fmt.Sprintf("Message %d: %s", l.nextNumber(), raw))
 	l.expect(step)
+}
+
+// nextNumber is the number the page gives the student's next message: the
+// student's own count (the instructor's are I1, I2, …).
+func (l *expectedLab) nextNumber() int {
+	n := 1
+	for _, label := range l.queue {
+		if !strings.HasPrefix(label, "Message I") {
+			n++
+		}
+	}
+	return n
 }
 
 func (l *expectedLab) queueDeadline(step string) {
 	l.p.t.Helper()
 	l.p.click("queue-deadline")
-	l.queue = append(l.queue, fmt.Sprintf("Message %d: Deadline for %s/lookup", len(l.queue)+1, l.runID()))
+	l.queue = append(l.queue, fmt.Sprintf("Message %d: Deadline for %s/lookup", l.nextNumber(), l.runID()))
 	l.expect(step)
 }
 
@@ -313,9 +325,16 @@ func (l *expectedLab) queueDeadline(step string) {
 // afterwards, with notice as both the notice and the receipt.
 func (l *expectedLab) deliver(step string, n int, notice, status, detail string) {
 	l.p.t.Helper()
+	l.deliverAs(step, n, strconv.Itoa(n), notice, status, detail)
+}
+
+// deliverAs delivers the message with id n, which the page numbers number
+// (the student's own count, or I1, I2, … for the instructor's).
+func (l *expectedLab) deliverAs(step string, n int, number, notice, status, detail string) {
+	l.p.t.Helper()
 	l.p.deliver(n)
 	l.status, l.detail, l.notice = status, detail, notice
-	l.receipts = append(l.receipts, fmt.Sprintf("Delivered message %d: %s", n, notice))
+	l.receipts = append(l.receipts, fmt.Sprintf("Delivered message %s: %s", number, notice))
 	l.expect(step)
 }
 
@@ -499,7 +518,10 @@ func TestBrowserKeyboardDeliverKeepsFocus(t *testing.T) {
 	// Reach the button with Tab from the start button, through every
 	// control in order, as a keyboard user would.
 	p.do("focus Start new run", chromedp.Focus(chromedp.ID("start")))
-	for _, want := range []string{"reply", "queue-reply", "queue-deadline", "reset-reply", "deliver-1"} {
+	// The exercise panel's summary comes first; the prediction choice (one
+	// stop for its radio group) comes before the Deliver buttons, as a
+	// student predicts and then delivers.
+	for _, want := range []string{"summary", "reply", "queue-reply", "queue-deadline", "reset-reply", "predict-none", "deliver-1"} {
 		p.do("press Tab", chromedp.KeyEvent("\t"))
 		p.waitView("focus on "+want, func(v pageView) bool { return v.Focus == want })
 	}

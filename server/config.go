@@ -89,6 +89,9 @@ type Config struct {
 	// one client address may present at once; then one every 2 s. Not a
 	// flag: tests that present many on purpose raise it.
 	AuthFailureBurst int
+	// StuckAfter flags a student stuck on the progress board when no new
+	// step of the exercise was ticked for this long.
+	StuckAfter time.Duration
 }
 
 // DefaultConfig is the one place the server's defaults are written; cmd/lab
@@ -117,6 +120,7 @@ func DefaultConfig() Config {
 		MaxRenames:         200,
 		MaxEvents:          5_000,
 		AuthFailureBurst:   10,
+		StuckAfter:         5 * time.Minute,
 	}
 }
 
@@ -143,6 +147,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.MaxRenames = orDefault(c.MaxRenames, d.MaxRenames)
 	c.MaxEvents = orDefault(c.MaxEvents, d.MaxEvents)
 	c.AuthFailureBurst = orDefault(c.AuthFailureBurst, d.AuthFailureBurst)
+	c.StuckAfter = orDefault(c.StuckAfter, d.StuckAfter)
 	if c.Logger == nil {
 		c.Logger = d.Logger
 	}

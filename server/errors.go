@@ -53,6 +53,10 @@ var errNotUTF8 = errors.New("closed: a text frame was not valid UTF-8")
 // deleting at this very moment; a retry gets a fresh session.
 var errSessionExpiring = errors.New("this session expired and is being removed; try again shortly")
 
+// errPredictionRequired refuses a student's delivery without a prediction
+// in a session whose class requires predictions (Server.RequirePredictions).
+var errPredictionRequired = errors.New(`say what you expect before delivering: add "predict" (accepted, ignored, unresolved or diagnostic)`)
+
 // errShuttingDown refuses new connections once the server is closing.
 var errShuttingDown = errors.New("the lab is shutting down")
 
@@ -93,6 +97,8 @@ func classify(log *slog.Logger, err error) refusal {
 		return refusal{"full", err.Error()}
 	case errors.Is(err, errSessionExpiring):
 		return refusal{"expiring", err.Error()}
+	case errors.Is(err, errPredictionRequired):
+		return refusal{"prediction_required", err.Error()}
 	}
 	log.Error("refusing a change", "err", err)
 	return refusal{"internal", "internal error: the change was not applied"}
@@ -183,12 +189,12 @@ type apiErrorBody struct {
 }
 
 // answersJSON reports whether a request's errors are JSON rather than an
-// HTML page: the API, /metrics, the probes and the WebSocket endpoints
+// HTML page: the API, /metrics, the probes, /exercise.json and the WebSocket endpoints
 // (whose callers are programs, or browsers that never show the body).
 // Everything else is a page for people.
 func answersJSON(r *http.Request) bool {
 	p := r.URL.Path
-	return p == "/api" || strings.HasPrefix(p, "/api/") || p == "/metrics" || p == "/healthz" || p == "/readyz" ||
+	return p == "/api" || strings.HasPrefix(p, "/api/") || p == "/metrics" || p == "/healthz" || p == "/readyz" || p == "/exercise.json" ||
 		p == "/instructor/ws" || (strings.HasPrefix(p, "/lab/") && (strings.HasSuffix(p, "/ws") || strings.HasSuffix(p, "/class"))) ||
 		isUpgrade(r)
 }

@@ -51,10 +51,10 @@ func TestNoChangeSlipsIntoAnExpiringSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
+	done := make(chan outcome, 1)
 	sess.submit(pending{cmd: model.Command{Kind: model.StartRun, By: model.Student}, done: done})
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	if o := <-done; o.err != nil {
+		t.Fatal(o.err)
 	}
 	held, ok := s.find(id) // an injection that looked it up just before the janitor
 	if !ok {
@@ -73,8 +73,8 @@ func TestNoChangeSlipsIntoAnExpiringSession(t *testing.T) {
 		t.Errorf("an injection into an expiring session: %+v", res[0])
 	}
 	held.submit(pending{cmd: inject, done: done})
-	if err := <-done; !errors.Is(err, errSessionExpiring) {
-		t.Errorf("a change through a session found before the janitor: %v, want it refused", err)
+	if o := <-done; !errors.Is(o.err, errSessionExpiring) {
+		t.Errorf("a change through a session found before the janitor: %v, want it refused", o.err)
 	}
 	close(st.release)
 	if err := <-swept; err != nil {

@@ -293,7 +293,7 @@ func TestBrowserInstructorActionsAnnounced(t *testing.T) {
 	teacher.openConsole(base, id)
 	teacher.inject("hold a wrong callId", chromedp.Click(chromedp.CSS(`#overview-body button.watch[data-session="`+id+`"]`)), "watched", "wrongCallId", "mode-hold")
 	v := student.waitView("the note about the held message", func(v pageView) bool {
-		return v.Note == "Your instructor added message 2 (a reply) to your waiting messages."
+		return v.Note == "Your instructor added message I1 (a reply) to your waiting messages."
 	})
 	if !v.Queue[1].Instructor || v.Queue[1].Delivered {
 		t.Errorf("the instructor's message: %s", v)
@@ -310,7 +310,7 @@ func TestBrowserInstructorActionsAnnounced(t *testing.T) {
 	}
 	teacher.inject("deliver a deadline now", chromedp.Click(chromedp.ID("mode-deliver")), "watched", "deadline", "mode-deliver")
 	v = student.waitView("the note about the delivery", func(v pageView) bool {
-		return v.Note == "Your instructor delivered message 3: "+seedUnresolved && len(v.Receipts) == 1
+		return v.Note == "Your instructor delivered message I2: "+seedUnresolved && len(v.Receipts) == 1
 	})
 	if !slices.Equal(v.ByTeacher, []bool{true}) || !strings.Contains(evalJS[string](student, `document.querySelector("#receipts > li").textContent`), "by instructor") {
 		t.Errorf("receipt marks: %v", v.ByTeacher)
@@ -452,7 +452,11 @@ func TestBrowserKeyboardSkipLinksAndShortcuts(t *testing.T) {
 	if got := evalJS[string](p, `document.activeElement.textContent`); got != "Skip to held messages" {
 		t.Fatalf("second Tab stop is %q", got)
 	}
-	p.do("follow it, then Tab", chromedp.KeyEvent("\r"), chromedp.KeyEvent("\t"))
+	// The prediction choice comes first (predict, then deliver), then the
+	// newest Deliver.
+	p.do("follow it, then Tab twice", chromedp.KeyEvent("\r"), chromedp.KeyEvent("\t"))
+	p.waitView("focus on the prediction", func(v pageView) bool { return v.Focus == "predict-none" })
+	p.do("Tab", chromedp.KeyEvent("\t"))
 	p.waitView("focus on the newest Deliver", func(v pageView) bool { return v.Focus == "deliver-2" })
 	if !inView(p, "status") {
 		t.Error("the status is out of view at the held messages")

@@ -116,7 +116,9 @@ func New(cfg Config) (*Server, error) {
 		conns:          make(map[*conn]struct{}),
 	}
 	s.metrics = newMetrics(s.sessionCount)
-	s.overview = newOverview(s.rowsIn)
+	s.overview = newOverview(s.rowsIn, func(rows []sessionRow) classSummary {
+		return summarize(rows, s.cfg.Now(), s.cfg.StuckAfter)
+	})
 	s.echo = s.routes()
 	return s, nil
 }

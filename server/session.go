@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolcall-lab/lab/model"
@@ -18,7 +19,8 @@ import (
 // by the goroutine that drains the inbox; at most one drains at
 // a time (chosen under mu, by the draining flag), so changes apply one at a
 // time in arrival order, and frames are handed to connections under mu in
-// that same order. No goroutine of its own: whoever submits into an idle
+// that same order. requirePredictions is set by the classes code at any
+// time and read by the drainer (atomic). No goroutine of its own: whoever submits into an idle
 // session drains it. changed is called after every change (and tab count
 // change) with no lock held; it tells the instructors' overview.
 type session struct {
@@ -28,6 +30,12 @@ type session struct {
 	store   Store
 	now     func() time.Time
 	changed func()
+	// stuckAfter is Config.StuckAfter: no new step for this long flags the
+	// session stuck on the progress board.
+	stuckAfter time.Duration
+	// requirePredictions refuses a student's delivery without a prediction
+	// (a class setting; Server.RequirePredictions).
+	requirePredictions atomic.Bool
 
 	mu       sync.Mutex
 	inbox    []pending
@@ -61,13 +69,23 @@ type session struct {
 	lab           *model.Lab   // owned by the current drainer
 	enc           stateEncoder // owned by the current drainer
 	runs, renames int          // owned by the current drainer: events of these kinds so far
+	clock         stepClock    // owned by the current drainer
 }
 
 // pending is a command waiting to be applied, with where its refusal goes.
 type pending struct {
 	cmd  model.Command
-	from *conn        // the connection that sent it, for its error frame; may be nil
-	done chan<- error // optional; receives the result (buffered by the caller)
+	from *conn          // the connection that sent it, for its error frame; may be nil
+	done chan<- outcome // optional; receives the result (buffered by the caller)
+}
+
+// outcome is what became of a pending command: refused with err, or applied,
+// leaving notice; delivered says the change delivered a message (so notice
+// is the delivery's).
+type outcome struct {
+	err       error
+	notice    string
+	delivered bool
 }
 
 func newSession(id string, cfg *Config, m *metrics, changed func()) *session {
@@ -75,13 +93,16 @@ func newSession(id string, cfg *Config, m *metrics, changed func()) *session {
 	s := &session{
 		id: id, limits: cfg.Limits, metrics: m, store: cfg.Store, now: cfg.Now, changed: changed,
 		reserve: func(*session, string) error { return nil }, unreserve: func(*session) {},
-		caps:  eventCaps{runs: cfg.MaxRuns, renames: cfg.MaxRenames, events: cfg.MaxEvents},
-		conns: make(map[*conn]struct{}), watchers: make(map[*conn]struct{}),
+		stuckAfter: cfg.StuckAfter,
+		caps:       eventCaps{runs: cfg.MaxRuns, renames: cfg.MaxRenames, events: cfg.MaxEvents},
+		conns:      make(map[*conn]struct{}), watchers: make(map[*conn]struct{}),
 		lab: model.NewLab(), enc: stateEncoder{session: id}, lastActive: now, lastOwn: now,
+		clock: stepClock{began: now.UTC().Truncate(time.Millisecond)},
 	}
 	frame, v := s.enc.frame(s.lab)
 	s.frame = frame
 	s.row = newRow(id, v, now)
+	s.row.progress = s.clock.progress(v)
 	return s
 }
 
@@ -173,6 +194,10 @@ func (s *session) drain() {
 // no client ever sees a change that a crash could lose; a failed append
 // refuses the change and leaves the session as it was.
 func (s *session) apply(p pending) {
+	if p.cmd.Kind == model.Deliver && p.cmd.By == model.Student && p.cmd.Predict == model.NoPrediction && s.requirePredictions.Load() {
+		s.refuse(p, errPredictionRequired)
+		return
+	}
 	ev, err := s.lab.Decide(p.cmd, s.limits)
 	if err != nil {
 		s.refuse(p, err)
@@ -224,7 +249,15 @@ func (s *session) apply(p pending) {
 	if ev.Kind == model.MessageInjected {
 		s.metrics.injections.WithLabelValues(injectMode(ev.Deliver)).Inc()
 	}
+	if s.lab.Seq() == 1 {
+		// A session begins with its first event, as the store dates it,
+		// so that a restart agrees on the time on the current step.
+		s.clock.began = now
+	}
+	s.clock.steps(s.lab.Exercise(), s.lab.Seq(), now)
 	frame, v := s.enc.frame(s.lab)
+	s.clock.receipts(v.Receipts)
+	prog := s.clock.progress(v)
 	entry := newTimelineEntry(ev, s.lab, notice, now)
 	s.mu.Lock()
 	s.frame = frame
@@ -233,6 +266,7 @@ func (s *session) apply(p pending) {
 		s.lastOwn = now
 	}
 	s.row = newRow(s.id, v, s.lastOwn)
+	s.row.progress = prog
 	s.row.Tabs = len(s.conns)
 	s.timeline.add(entry)
 	for c := range s.conns {
@@ -250,7 +284,7 @@ func (s *session) apply(p pending) {
 	s.mu.Unlock()
 	s.changed()
 	if p.done != nil {
-		p.done <- nil
+		p.done <- outcome{notice: notice, delivered: delivered}
 	}
 }
 
@@ -279,7 +313,7 @@ func (s *session) refuse(p pending, err error) {
 		p.from.sendError(err)
 	}
 	if p.done != nil {
-		p.done <- err
+		p.done <- outcome{err: err}
 	}
 }
 
@@ -290,11 +324,15 @@ func (s *session) snapshot() []byte {
 	return s.frame
 }
 
-// overviewRow returns the session's row of the class overview.
+// overviewRow returns the session's row of the class overview, with its
+// stuck flag as of now.
 func (s *session) overviewRow() sessionRow {
+	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.row
+	r := s.row
+	r.Stuck = r.stuckAt(now, s.stuckAfter)
+	return r
 }
 
 // recentTimeline returns the session's last maxTimeline changes, oldest

@@ -21,6 +21,11 @@ type timelineEntry struct {
 	Message     int       `json:"message"`               // the held message concerned, 0 for none
 	Label       string    `json:"label"`                 // its label (cut to maxLabelBytes), or the new name
 	Notice      string    `json:"notice"`                // a delivery's notice; "" for other changes
+	Number      string    `json:"number,omitempty"`      // the message's number as the student sees it: "2", "I1"
+	// Predicted is what the student expected of a delivery, and Right
+	// whether the notice bore it out; both absent without a prediction.
+	Predicted string `json:"predicted,omitempty"`
+	Right     *bool  `json:"right,omitempty"`
 }
 
 // newTimelineEntry describes ev, which has just left l with notice. Only a
@@ -39,7 +44,11 @@ func newTimelineEntry(ev model.Event, l *model.Lab, notice string, at time.Time)
 		e.Label = ev.Name
 	}
 	if m, ok := l.Message(ev.Message.ID); ok {
-		e.Message, e.Label = m.ID, cut(m.Label(), maxLabelBytes)
+		e.Message, e.Label, e.Number = m.ID, cut(m.Label(), maxLabelBytes), m.Number
+	}
+	if ev.Kind == model.MessageDelivered && ev.Prediction != model.NoPrediction {
+		right := model.ClassifyNotice(notice) == ev.Prediction // as model.Receipt.Right
+		e.Predicted, e.Right = ev.Prediction.String(), &right
 	}
 	return e
 }

@@ -30,6 +30,7 @@ import {
   str,
   syncList,
 } from "./dom.js";
+import { initProgress, renderProgress, stopProgress } from "./progress.js";
 
 // MAX_TIMELINE is how many timeline entries the console keeps: as many as the
 // server keeps per session (maxTimeline in server/instructor.go), so a long
@@ -159,6 +160,7 @@ function stop() {
   state.retry.cancel();
   cancelAnimationFrame(state.drawFrame);
   state.drawFrame = 0;
+  stopProgress();
   const ws = state.socket;
   state.socket = null;
   ws?.close(1000, "logged out");
@@ -183,6 +185,7 @@ function receive(data) {
     case "overview":
       state.rows = new Map(list(frame.sessions).map((r) => [str(r.id), r]));
       scheduleDraw();
+      renderProgress(frame);
       break;
     case "state":
       if (frame.session === state.watching) renderWatched(frame);
@@ -421,11 +424,12 @@ function renderWatched(s) {
   setText(ui.detail, str(call.detail));
   setText(ui.notice, str(s.notice));
   syncList(ui.queue, list(s.queue), (li, m) => {
-    setText(li, `Message ${num(m.id)}: ${str(m.label)}${m.from === "instructor" ? " (from instructor)" : ""}`);
+    setText(li, `Message ${str(m.number) || num(m.id)}: ${str(m.label)}${m.from === "instructor" ? " (from instructor)" : ""}`);
     li.classList.toggle("from-instructor", m.from === "instructor");
   });
   syncList(ui.receipts, list(s.receipts), (li, r) => {
-    setText(li, `Delivered message ${num(r.message)}: ${str(r.notice)}${r.by === "instructor" ? " (by instructor)" : ""}`);
+    const predicted = r.predicted ? ` (predicted ${str(r.predicted)}: ${r.right ? "right" : "wrong"})` : "";
+    setText(li, `Delivered message ${str(r.number) || num(r.message)}: ${str(r.notice)}${r.by === "instructor" ? " (by instructor)" : ""}${predicted}`);
     li.classList.toggle("by-instructor", r.by === "instructor");
   });
 }
@@ -442,14 +446,15 @@ function renderTimeline(frame) {
   }
   const rows = entries.map((e) => {
     const tr = document.createElement("tr");
-    const message = num(e.message) > 0 ? `${num(e.message)}: ${str(e.label)}` : str(e.label);
+    const message = num(e.message) > 0 ? `${str(e.number) || num(e.message)}: ${str(e.label)}` : str(e.label);
+    const predicted = e.predicted ? ` (predicted ${str(e.predicted)}: ${e.right ? "right" : "wrong"})` : "";
     for (const [text, cls] of [
       [String(num(e.seq)), ""],
       [localTime(e.time), ""],
       [str(e.actor), e.actor === "instructor" ? "by-instructor" : ""],
       [str(e.kind), ""],
       [message, "wrap"],
-      [str(e.notice), "wrap"],
+      [str(e.notice) + predicted, "wrap"],
     ]) {
       const td = document.createElement("td");
       td.textContent = text;
@@ -547,12 +552,20 @@ ui.inject.addEventListener("click", async () => {
     setText(ui.summary, str(out?.error) || `The server refused the injection (${resp.status}).`);
     return;
   }
-  setText(ui.summary, `Applied in ${num(out.applied)} of ${results.length} sessions.`);
+  // A message delivered at once says what it did in each session; the
+  // summary adds the class distribution ("2 unresolved, 1 ignored").
+  const outcomes = Object.entries(out?.outcomes ?? {})
+    .filter(([, n]) => num(n) > 0)
+    .sort((a, b) => num(b[1]) - num(a[1]))
+    .map(([word, n]) => `${num(n)} ${word}`);
+  const distribution = outcomes.length > 0 ? ` Outcomes: ${outcomes.join(", ")}.` : "";
+  setText(ui.summary, `Applied in ${num(out.applied)} of ${results.length} sessions.${distribution}`);
   for (const r of results) {
     const li = document.createElement("li");
     const row = state.rows.get(str(r.session));
     const who = row ? label(row) : shortId(str(r.session));
-    li.textContent = r.applied ? `${who}: applied` : `${who}: not applied: ${str(r.error)}`;
+    const did = str(r.notice) ? `: ${str(r.notice)}` : "";
+    li.textContent = r.applied ? `${who}: applied${did}` : `${who}: not applied: ${str(r.error)}`;
     if (!r.applied) li.className = "refused";
     ui.results.append(li);
   }
@@ -604,4 +617,5 @@ ui.deleteIdle.addEventListener("click", () =>
 
 showInjectionFields();
 restoreView();
+initProgress();
 connect();

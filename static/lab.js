@@ -36,6 +36,7 @@ import {
   str,
   syncList,
 } from "./dom.js";
+import { chosenPrediction, clearPrediction, fillReceipt, initExercise, renderExercise } from "./exercise.js";
 
 const ERROR_CLEAR_MS = 15_000;
 // The protocol lets a server close the connection (1009) on a frame over
@@ -341,11 +342,16 @@ function render(state) {
   announce(queue, receipts);
   renderDraft(str(state.draft));
   renderName(str(state.name));
+  renderExercise(state);
 }
 
 // announce says what the new state adds: the instructor's messages and
 // deliveries in the instructor note, this tab's own queued messages in the
 // feedback line. Nothing in the first state is news.
+// numberOf is how the student sees a message's number: their own 1, 2, …
+// and the instructor's I1, I2, … (the frame's number); the id otherwise.
+const numberOf = (item, id) => str(item?.number) || String(id ?? "?");
+
 function announce(queue, receipts) {
   const newMessages = queue.slice(seen.queued);
   const newReceipts = receipts.slice(seen.receipts);
@@ -360,11 +366,11 @@ function announce(queue, receipts) {
   for (const m of newMessages) {
     if (m?.from === "instructor" && !delivered.has(m.id)) {
       const what = m.kind === "deadline" ? quote(str(m.label)) : "a reply";
-      notes.push(`Your instructor added message ${m.id} (${what}) to your waiting messages.`);
+      notes.push(`Your instructor added message ${numberOf(m, m?.id)} (${what}) to your waiting messages.`);
     }
   }
   for (const r of newReceipts) {
-    if (r?.by === "instructor") notes.push(`Your instructor delivered message ${r.message}: ${str(r.notice)}`);
+    if (r?.by === "instructor") notes.push(`Your instructor delivered message ${numberOf(r, r?.message)}: ${str(r.notice)}`);
   }
   if (notes.length > 0) showInstructorNote(notes.join(" "));
 
@@ -373,17 +379,17 @@ function announce(queue, receipts) {
     const sent = mine.queued.shift();
     if (!sent) continue; // queued by another tab of the session
     if (m.kind === "deadline") {
-      showFeedback(`Queued message ${m.id} (${str(m.label)}). It waits until you deliver it.`);
+      showFeedback(`Queued message ${numberOf(m, m?.id)} (${str(m.label)}). It waits until you deliver it.`);
     } else if (sent.invalid) {
       showFeedback(
-        `Queued message ${m.id}, which is not valid JSON. Deliver it to see how the client treats a malformed reply.`,
+        `Queued message ${numberOf(m, m?.id)}, which is not valid JSON. Deliver it to see how the client treats a malformed reply.`,
       );
     } else {
-      showFeedback(`Queued message ${m.id}. It waits until you deliver it.`);
+      showFeedback(`Queued message ${numberOf(m, m?.id)}. It waits until you deliver it.`);
     }
   }
   for (const r of newReceipts) {
-    if (r?.by !== "instructor") showFeedback(`Delivered message ${r.message}: ${str(r.notice)}`);
+    if (r?.by !== "instructor") showFeedback(`Delivered message ${numberOf(r, r?.message)}: ${str(r.notice)}`);
   }
 }
 
@@ -464,11 +470,16 @@ function makeQueueRow(id) {
 }
 
 function updateQueueRow(row, item, id) {
-  const text = `Message ${id}: ${str(item.label)}`;
+  // The student's own messages are numbered 1, 2, … and the instructor's
+  // I1, I2, … (the frame's number), so the walkthrough's "message 2" is
+  // always the student's second; the id stays what deliver sends.
+  const number = str(item.number) || String(id);
+  const text = `Message ${number}: ${str(item.label)}`;
   if (row.text !== text) {
     row.text = text;
     fillJSON(row.label, text);
   }
+  setText(row.button, `Deliver message ${number}`);
   const fromInstructor = item.from === "instructor";
   row.el.classList.toggle("from-instructor", fromInstructor);
   if (row.origin.hidden === fromInstructor) row.origin.hidden = !fromInstructor;
@@ -520,24 +531,21 @@ function fillJSON(node, text) {
 
 function renderReceipts(items) {
   // Newest first; the list is <ol reversed>, so numbers still count up from
-  // the first delivery.
+  // the first delivery. Each receipt: the seed's notice, why, the verdict on
+  // a prediction (exercise.js), and a "by instructor" mark.
   const newestFirst = [...items].reverse();
   syncList(ui.receipts, newestFirst, (li, receipt) => {
-    let text = li.firstElementChild;
-    if (!text) {
-      text = document.createElement("span");
-      text.className = "text";
-      const by = document.createElement("span");
+    fillReceipt(li, receipt);
+    let by = li.querySelector(".origin");
+    if (!by) {
+      by = document.createElement("span");
       by.className = "origin";
       by.textContent = "by instructor";
-      li.append(text, by);
+      li.append(by);
     }
-    const message = typeof receipt?.message === "number" ? receipt.message : "?";
-    setText(text, `Delivered message ${message}: ${str(receipt?.notice)}`);
     const byInstructor = receipt?.by === "instructor";
     li.classList.toggle("by-instructor", byInstructor);
-    const badge = text.nextElementSibling;
-    if (badge.hidden === byInstructor) badge.hidden = !byInstructor;
+    if (by.hidden === byInstructor) by.hidden = !byInstructor;
   });
   ui.receiptsEmpty.hidden = items.length > 0;
 }
@@ -647,7 +655,9 @@ for (const parent of [ui.queue, ui.delivered]) {
     const button = event.target.closest("button[data-message-id]");
     if (!button || !parent.contains(button)) return;
     const id = Number(button.dataset.messageId);
-    send({ type: "deliver", message: id }, button.textContent);
+    const predict = chosenPrediction();
+    const frame = predict ? { type: "deliver", message: id, predict } : { type: "deliver", message: id };
+    if (send(frame, button.textContent)) clearPrediction();
   });
 }
 
@@ -735,6 +745,7 @@ if (observing) {
   document.title = `Observing · ${document.title}`;
   for (const id of ["start", "main"]) byId(id).inert = true;
 }
+initExercise();
 if (sessionId === "") {
   showConnection("waiting", "Not connected");
   showError("This page needs a session address such as /lab/<id>. Use “New session” to get one.");

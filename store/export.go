@@ -33,6 +33,7 @@ type jsonLine struct {
 	Label       string `json:"label,omitempty"`
 	Run         string `json:"run"`
 	Notice      string `json:"notice"`
+	Prediction  string `json:"prediction,omitempty"` // a delivery's prediction, if one was made
 }
 
 // WriteJSONLines writes the records, one JSON object per line.
@@ -51,6 +52,8 @@ func WriteJSONLines(w io.Writer, recs []Record) error {
 			l.MessageKind, l.From, l.Label = m.Kind.String(), m.From.String(), m.Label()
 		case model.Renamed:
 			l.Label = r.Event.Name
+		case model.MessageDelivered:
+			l.Prediction = r.Event.Prediction.String()
 		}
 		if err := enc.Encode(l); err != nil {
 			return fmt.Errorf("writing session %s seq %d: %w", r.Session, r.Seq, err)

@@ -65,6 +65,12 @@ var migrations = [][]string{
 			notice       TEXT NOT NULL DEFAULT ''
 		)`,
 	},
+	// 4: a delivery's prediction (model.Prediction's word, '' for none), so
+	// that a restart keeps every prediction. Older rows had none.
+	4: {
+		`ALTER TABLE events ADD COLUMN prediction TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE recent ADD COLUMN prediction TEXT NOT NULL DEFAULT ''`,
+	},
 }
 
 // SchemaVersion is the schema this build writes.
@@ -399,7 +405,7 @@ func (s *SQLite) insertRows() error {
 		s.args = s.args[:0]
 		for _, w := range rows[:n] {
 			s.args = append(s.args, w.session, w.seq, w.timeMs, w.actor, w.kind, w.message,
-				w.msgKind, w.msgFrom, w.raw, w.keyRun, w.keyCall, w.run, w.notice)
+				w.msgKind, w.msgFrom, w.raw, w.keyRun, w.keyCall, w.run, w.notice, w.prediction)
 		}
 		_, err := stmt.Exec(s.args...)
 		clear(s.args) // drop references to the rows' text
@@ -432,10 +438,10 @@ func (s *SQLite) send(ctx context.Context, r request) error {
 }
 
 // eventCols are the columns events and recent share.
-const eventCols = `session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice`
+const eventCols = `session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice, prediction`
 
 const (
-	insertEventValues = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertEventValues = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	insertEventSQL    = `INSERT INTO recent (` + eventCols + `) VALUES ` + insertEventValues
 	// A session with no row in recent has all of them in events.
 	lastSeqSQL = `SELECT COALESCE(MAX(seq), 0) FROM events WHERE session = ?`
@@ -665,7 +671,7 @@ func (s *SQLite) Events(ctx context.Context, id string) ([]Record, error) {
 	var out []Record
 	for rows.Next() {
 		var w row
-		if err := rows.Scan(&w.session, &w.seq, &w.timeMs, &w.actor, &w.kind, &w.message, &w.msgKind, &w.msgFrom, &w.raw, &w.keyRun, &w.keyCall, &w.run, &w.notice); err != nil {
+		if err := rows.Scan(&w.session, &w.seq, &w.timeMs, &w.actor, &w.kind, &w.message, &w.msgKind, &w.msgFrom, &w.raw, &w.keyRun, &w.keyCall, &w.run, &w.notice, &w.prediction); err != nil {
 			return nil, fmt.Errorf("reading session %s from %s: %w", id, s.path, err)
 		}
 		r, err := decode(w)

@@ -97,6 +97,7 @@ func settings(c *config) []setting {
 		{"max-runs", "LAB_MAX_RUNS", "runs one session may start", intValue{&sc.MaxRuns}},
 		{"max-renames", "LAB_MAX_RENAMES", "renames of one session", intValue{&sc.MaxRenames}},
 		{"max-events", "LAB_MAX_EVENTS", "changes of any kind one session may store", intValue{&sc.MaxEvents}},
+		{"stuck-after", "LAB_STUCK_AFTER", "a student with no new exercise step for this long is flagged stuck on the progress board", durationValue{&sc.StuckAfter}},
 	}
 }
 
