@@ -18,9 +18,21 @@ const MaxNameLength = 40
 // tab would break the instructor's one-line table).
 var ErrInvalidName = errors.New("name must not contain control characters")
 
+// formatCharError refuses a name holding a format character (Unicode
+// category Cf: bidi overrides such as U+202E, zero-width characters), which
+// can make a name look like another in the instructor's table. It is an
+// ErrInvalidName.
+type formatCharError struct{ r rune }
+
+func (e formatCharError) Error() string {
+	return fmt.Sprintf("name must not contain invisible format characters (%U): they can disguise a name", e.r)
+}
+
+func (e formatCharError) Is(target error) bool { return target == ErrInvalidName }
+
 // NormalizeName returns the name a session shows: trimmed of surrounding
-// white space, at most MaxNameLength characters, no control characters. ""
-// (or only spaces) clears the name.
+// white space, at most MaxNameLength characters, no control characters and
+// no format characters (category Cf). "" (or only spaces) clears the name.
 func NormalizeName(name string) (string, error) {
 	name = strings.TrimSpace(name)
 	if utf8.RuneCountInString(name) > MaxNameLength {
@@ -28,6 +40,10 @@ func NormalizeName(name string) (string, error) {
 	}
 	if strings.IndexFunc(name, unicode.IsControl) >= 0 {
 		return "", ErrInvalidName
+	}
+	if i := strings.IndexFunc(name, func(r rune) bool { return unicode.Is(unicode.Cf, r) }); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(name[i:])
+		return "", formatCharError{r}
 	}
 	return name, nil
 }
@@ -37,7 +53,7 @@ type Preset uint8
 
 const (
 	NoPreset           Preset = iota // a free-form message
-	StaleReply                       // a completion for an older run: the newest held one, else one for the previous run (run-0 at run-1)
+	StaleReply                       // a completion for an older run: the newest held one, else one for the previous run; none at run-1
 	DuplicateFinal                   // the exact text of the reply that recorded the current final outcome
 	ContradictoryFinal               // the opposite final kind for the current run
 	WrongCallID                      // a completion for the current run with another callId
@@ -46,7 +62,7 @@ const (
 	MarkupOutput                     // a completion whose output looks like HTML
 	EmptyOutput                      // a completion with an empty output, still a completion
 	CurrentDeadline                  // a deadline for the current call
-	StaleDeadline                    // a deadline for the previous run (run-0 at run-1)
+	StaleDeadline                    // a deadline for the previous run; none at run-1
 )
 
 var presetNames = [...]string{
@@ -93,6 +109,10 @@ func ParsePreset(name string) (Preset, bool) {
 // supply, such as a duplicate before any final reply.
 var ErrPresetNotApplicable = errors.New("preset not applicable")
 
+// errNoOlderRun refuses a stale preset at run-1: a message for "run-0", a
+// run that never existed, would teach nothing about stale replies.
+var errNoOlderRun = fmt.Errorf("%w: no older run yet (the session is at run-1; a stale message needs a run started before the current one)", ErrPresetNotApplicable)
+
 // The texts the presets put in their replies.
 const (
 	WrongCallIDValue = "search"
@@ -111,6 +131,9 @@ func (l *Lab) Preset(p Preset) (Injection, error) {
 	case StaleReply:
 		if raw, ok := l.heldStaleCompletion(); ok {
 			return Injection{Kind: ReplyMessage, Raw: raw}, nil
+		}
+		if l.runs < 2 {
+			return Injection{}, errNoOlderRun
 		}
 		return reply(older, "completed", "output", "Stale answer for "+older.RunID), nil
 	case DuplicateFinal:
@@ -141,6 +164,9 @@ func (l *Lab) Preset(p Preset) (Injection, error) {
 	case CurrentDeadline:
 		return Injection{Kind: DeadlineMessage, Key: cur}, nil
 	case StaleDeadline:
+		if l.runs < 2 {
+			return Injection{}, errNoOlderRun
+		}
 		return Injection{Kind: DeadlineMessage, Key: older}, nil
 	}
 	return Injection{}, fmt.Errorf("unknown preset %d", p)

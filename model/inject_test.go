@@ -64,7 +64,7 @@ func TestPresets(t *testing.T) {
 		err     string // when the preset does not apply
 		notice  string // what delivering it now says
 	}{
-		{"fresh", StaleReply, raw(reply("run-0", "completed", "output", "Stale answer for run-0")), "", NoticeReplyOtherCall},
+		{"fresh", StaleReply, Injection{}, "preset not applicable: no older run yet (the session is at run-1; a stale message needs a run started before the current one)", ""},
 		{"completed at run-2", StaleReply, raw(reply("run-1", "completed", "output", "Stale answer for run-1")), "", NoticeReplyOtherCall},
 		{"rejected at run-3", StaleReply, raw(reply("run-2", "completed", "output", "Stale answer for run-2")), "", NoticeReplyOtherCall},
 		{"old answer held", StaleReply, raw(reply("run-1", "completed", "output", "Old answer")), "", NoticeReplyOtherCall},
@@ -100,7 +100,7 @@ func TestPresets(t *testing.T) {
 		{"unresolved at run-2", CurrentDeadline, deadline("run-2"), "", NoticeStillUnresolved},
 		{"completed at run-2", CurrentDeadline, deadline("run-2"), "", NoticeDeadlineFinal},
 
-		{"fresh", StaleDeadline, deadline("run-0"), "", NoticeDeadlineOtherCall},
+		{"fresh", StaleDeadline, Injection{}, "preset not applicable: no older run yet (the session is at run-1; a stale message needs a run started before the current one)", ""},
 		{"rejected at run-3", StaleDeadline, deadline("run-2"), "", NoticeDeadlineOtherCall},
 	}
 	covered := map[Preset]bool{}
@@ -195,7 +195,7 @@ func TestInjectIsAtomic(t *testing.T) {
 		want  string
 	}{
 		{"receipts full, deliver now", []Command{{Kind: QueueDeadline}, {Kind: Deliver, Message: 1}}, Injection{Preset: CurrentDeadline, Deliver: true}, "receipts limit reached (at most 1)"},
-		{"queue full", []Command{{Kind: QueueDeadline}, {Kind: QueueDeadline}}, Injection{Preset: StaleReply}, "held messages limit reached (at most 2)"},
+		{"queue full", []Command{{Kind: QueueDeadline}, {Kind: QueueDeadline}}, Injection{Preset: WrongCallID}, "held messages limit reached (at most 2)"},
 		{"reply too large", nil, Injection{Kind: ReplyMessage, Raw: strings.Repeat("x", 101)}, "reply size in bytes limit reached (at most 100)"},
 		{"held text full", []Command{{Kind: QueueReply, Raw: strings.Repeat("x", 100)}}, Injection{Kind: ReplyMessage, Raw: strings.Repeat("y", 51), Deliver: true}, "held text in bytes limit reached (at most 150)"},
 		{"not applicable", nil, Injection{Preset: DuplicateFinal, Deliver: true}, "preset not applicable: no final reply to duplicate yet"},
@@ -228,7 +228,16 @@ func TestNormalizeName(t *testing.T) {
 		{strings.Repeat("x", 41), "", "name length in characters limit reached (at most 40)"},
 		{"a\nb", "", "name must not contain control characters"},
 		{"a\x00b", "", "name must not contain control characters"},
+		// Format characters (Cf) disguise names: a bidi override, a
+		// zero-width space, a byte order mark, a soft hyphen.
+		{"Ada\u202Egnp.exe", "", "name must not contain invisible format characters (U+202E): they can disguise a name"},
+		{"A\u200Bda", "", "name must not contain invisible format characters (U+200B): they can disguise a name"},
+		{"\uFEFFAda", "", "name must not contain invisible format characters (U+FEFF): they can disguise a name"},
+		{"Ad\u00ADa", "", "name must not contain invisible format characters (U+00AD): they can disguise a name"},
 		{"<b>x</b>", "<b>x</b>", ""},
+	}
+	if _, err := NormalizeName("x\u202E"); !errors.Is(err, ErrInvalidName) {
+		t.Errorf("a format character: %v, want an ErrInvalidName (reason invalid_name)", err)
 	}
 	for _, tt := range tests {
 		got, err := NormalizeName(tt.in)

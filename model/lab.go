@@ -218,6 +218,10 @@ type Lab struct {
 	// predicted and right count deliveries with a prediction, and those
 	// whose prediction the notice bore out.
 	predicted, right int
+	// delivered says, by message id-1, whether the message was ever
+	// delivered; waiting counts the held messages that never were.
+	delivered []bool
+	waiting   int
 }
 
 // NewLab returns a session at run-1, as the page starts.
@@ -346,11 +350,17 @@ func (l *Lab) Apply(e Event) (string, error) {
 	l.exercise = c.exercise
 	if c.queued != nil {
 		l.queue = append(l.queue, *c.queued)
+		l.delivered = append(l.delivered, false)
+		l.waiting++
 		l.heldBytes += len(c.queued.Raw)
 		l.numbered[numbering(c.queued.From)]++
 	}
 	if r := c.receipt; r != nil {
 		l.receipts = append(l.receipts, *r)
+		if !l.delivered[r.Message-1] {
+			l.delivered[r.Message-1] = true
+			l.waiting--
+		}
 		if r.Predicted != NoPrediction {
 			l.predicted++
 			if r.Right {
@@ -462,6 +472,7 @@ type LabView struct {
 	Receipts []Receipt     // from ViewSince: only the receipts after the first receipts
 	Name     string        // the student's display name, "" when unset
 	Held     int           // held messages in all
+	Waiting  int           // held messages never delivered
 	Received int           // receipts in all
 	Exercise Exercise      // the nine checkpoints
 	// Predicted and Right count the deliveries with a prediction and those
@@ -487,6 +498,7 @@ func (l *Lab) ViewSince(held, received int) LabView {
 		Receipts:  append([]Receipt(nil), l.receipts[received:]...),
 		Name:      l.name,
 		Held:      len(l.queue),
+		Waiting:   l.waiting,
 		Received:  len(l.receipts),
 		Exercise:  l.exercise,
 		Predicted: l.predicted,

@@ -266,3 +266,29 @@ func FuzzReplay(f *testing.F) {
 		}
 	})
 }
+
+// TestWaiting: a held message waits until its first delivery; delivering it
+// again, or an instructor's deliver-now message, never counts twice.
+func TestWaiting(t *testing.T) {
+	t.Parallel()
+	l := NewLab()
+	steps := []struct {
+		cmd           Command
+		held, waiting int
+	}{
+		{Command{Kind: QueueDeadline}, 1, 1},
+		{Command{Kind: QueueReply, Raw: "{"}, 2, 2},
+		{Command{Kind: Deliver, Message: 2}, 2, 1},
+		{Command{Kind: Deliver, Message: 2}, 2, 1},
+		{Command{Kind: Inject, By: Instructor, Inject: Injection{Preset: CurrentDeadline}}, 3, 2},
+		{Command{Kind: Inject, By: Instructor, Inject: Injection{Preset: CurrentDeadline, Deliver: true}}, 4, 2},
+		{Command{Kind: Deliver, Message: 1}, 4, 1},
+		{Command{Kind: Deliver, Message: 3}, 4, 0},
+	}
+	for i, st := range steps {
+		do(t, l, st.cmd)
+		if v := l.View(); v.Held != st.held || v.Waiting != st.waiting {
+			t.Fatalf("step %d: held %d waiting %d, want %d and %d", i, v.Held, v.Waiting, st.held, st.waiting)
+		}
+	}
+}

@@ -58,6 +58,11 @@ type injectResult struct {
 	Applied bool   `json:"applied"`
 	Reason  string `json:"reason,omitempty"` // a stable word: limit, not_applicable, unknown_session, busy, …
 	Error   string `json:"error,omitempty"`  // the sentence for people
+	// Notice is what a message delivered at once did: the seed's notice;
+	// Outcome is its prediction word (accepted, ignored, unresolved or
+	// diagnostic), what the class distribution counts.
+	Notice  string `json:"notice,omitempty"`
+	Outcome string `json:"outcome,omitempty"`
 }
 
 // inject answers POST /api/inject: one injection into each target session,
@@ -85,16 +90,23 @@ func (s *Server) inject(c echo.Context) error {
 	}
 	results := s.injectInto(req)
 	applied := 0
+	outcomes := map[string]int{}
 	for _, res := range results {
 		if res.Applied {
 			applied++
+		}
+		if res.Outcome != "" {
+			outcomes[res.Outcome]++
 		}
 	}
 	out := struct {
 		Applied int            `json:"applied"`
 		Results []injectResult `json:"results"`
-		Error   string         `json:"error,omitempty"`
-	}{applied, results, ""}
+		// Outcomes counts the delivered messages by outcome word: the
+		// class distribution ("12 unresolved, 18 ignored").
+		Outcomes map[string]int `json:"outcomes"`
+		Error    string         `json:"error,omitempty"`
+	}{applied, results, outcomes, ""}
 	if !req.all && req.class == "" && len(results) == 1 && results[0].Reason == "unknown_session" {
 		// Still {"error": "…"}, with the results beside it.
 		out.Error = results[0].Error
@@ -139,7 +151,7 @@ func (s *Server) injectInto(req injectRequest) []injectResult {
 		}
 	}
 	results := make([]injectResult, len(ids))
-	waits := make([]chan error, len(ids))
+	waits := make([]chan outcome, len(ids))
 	for i, id := range ids {
 		results[i].Session = id
 		sess, ok := s.find(id)
@@ -148,19 +160,23 @@ func (s *Server) injectInto(req injectRequest) []injectResult {
 			results[i].Reason, results[i].Error = r.reason, r.text
 			continue
 		}
-		waits[i] = make(chan error, 1)
+		waits[i] = make(chan outcome, 1)
 		sess.submit(pending{cmd: model.Command{Kind: model.Inject, By: model.Instructor, Inject: req.inject}, done: waits[i]})
 	}
 	for i, done := range waits {
 		if done == nil {
 			continue
 		}
-		if err := <-done; err != nil {
-			r := classify(s.log, err)
+		res := <-done
+		if res.err != nil {
+			r := classify(s.log, res.err)
 			results[i].Reason, results[i].Error = r.reason, r.text
 			continue
 		}
 		results[i].Applied = true
+		if res.delivered {
+			results[i].Notice, results[i].Outcome = res.notice, model.ClassifyNotice(res.notice).String()
+		}
 	}
 	return results
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/sha256"
 	"crypto/subtle"
 	"net"
 	"net/http"
@@ -44,15 +45,38 @@ func (a *instructorAuth) tokenOK(got string) bool {
 	return subtle.ConstantTimeCompare(h[:], a.token[:]) == 1 && !a.unset
 }
 
+// presentsCredentials reports whether r carries instructor credentials,
+// right or wrong.
+func presentsCredentials(r *http.Request) bool {
+	if strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
+		return true
+	}
+	_, err := r.Cookie(instructorCookie)
+	return err == nil
+}
+
+// tooManyFailures answers a client address that presented too many wrong
+// credentials lately (addrTable.authAllowed).
+func tooManyFailures(c echo.Context) error {
+	c.Response().Header().Set("Retry-After", "2")
+	return requestErrorf(http.StatusTooManyRequests, "too many wrong instructor credentials from your address: wait a moment and try again")
+}
+
 // requireInstructor lets through requests with instructor credentials (the
 // console's login cookie, the bearer token or a class key) and records
 // their grant for the handler (grantFrom). Others are refused: a page
 // request is sent to the login form, anything else gets 401 (as JSON, see
-// answersJSON). When the store cannot be read to check a login, 503: an
-// outage must not send the console to the login form.
+// answersJSON). Wrong credentials are throttled per client address: past
+// the allowance, that address gets 429 until it refills; others never do.
+// When the store cannot be read to check a login, 503: an outage must not
+// send the console to the login form.
 func (s *Server) requireInstructor(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
+		presented := presentsCredentials(r)
+		if presented && !s.addrs.authAllowed(c.RealIP()) {
+			return tooManyFailures(c)
+		}
 		g, ok, err := s.grantOf(r)
 		if err != nil {
 			c.Response().Header().Set("Retry-After", "2")
@@ -61,6 +85,9 @@ func (s *Server) requireInstructor(next echo.HandlerFunc) echo.HandlerFunc {
 		if ok {
 			c.Set(grantKey, g)
 			return next(c)
+		}
+		if presented {
+			s.addrs.authFailed(c.RealIP())
 		}
 		if r.Method == http.MethodGet && !answersJSON(r) {
 			c.Response().Header().Set("Cache-Control", "no-store")
@@ -71,15 +98,24 @@ func (s *Server) requireInstructor(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// bearer requires "Authorization: Bearer token" when token is set.
+// bearer requires "Authorization: Bearer token" when token is set. Wrong
+// tokens are throttled per client address, as the instructor's are.
 func (s *Server) bearer(token, what string) echo.MiddlewareFunc {
+	want := sha256.Sum256([]byte(token))
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		if token == "" {
 			return next
 		}
 		return func(c echo.Context) error {
 			got, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+			if ok && !s.addrs.authAllowed(c.RealIP()) {
+				return tooManyFailures(c)
+			}
+			h := sha256.Sum256([]byte(got))
+			if !ok || subtle.ConstantTimeCompare(h[:], want[:]) != 1 {
+				if ok {
+					s.addrs.authFailed(c.RealIP())
+				}
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="`+what+`"`)
 				return requestErrorf(http.StatusUnauthorized, "%s needs a bearer token", what)
 			}
@@ -98,10 +134,10 @@ func (s *Server) loginPage(c echo.Context) error {
 // goes back to the form, which then says so.
 func (s *Server) login(c echo.Context) error {
 	c.Response().Header().Set("Cache-Control", "no-store")
-	// One limiter for the whole server (newLoginLimiter).
-	if !s.loginLimiter.Allow() {
-		c.Response().Header().Set("Retry-After", "1")
-		return requestErrorf(http.StatusTooManyRequests, "too many login attempts: wait a moment and try again")
+	// Throttled per client address: wrong tokens from one address never
+	// lock out another (addrTable.authAllowed).
+	if !s.addrs.authAllowed(c.RealIP()) {
+		return tooManyFailures(c)
 	}
 	ctx := c.Request().Context()
 	l, ok, err := s.credentialLogin(ctx, c.FormValue("token"))
@@ -109,6 +145,7 @@ func (s *Server) login(c echo.Context) error {
 		return requestErrorf(http.StatusServiceUnavailable, "%v", err)
 	}
 	if !ok {
+		s.addrs.authFailed(c.RealIP())
 		return c.Redirect(http.StatusSeeOther, "/instructor/login?failed=1")
 	}
 	id := store.NewSecret()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -80,14 +79,20 @@ type pageView struct {
 	Notice     string       `json:"notice"`
 	Reply      string       `json:"reply"`
 	Queue      []queuedView `json:"queue"`
-	Receipts   []string     `json:"receipts"`
+	Receipts   []string     `json:"receipts"`  // in arrival order (the page shows them newest first)
+	ByTeacher  []bool       `json:"byTeacher"` // per receipt: marked "by instructor"
 	Focus      string       `json:"focus"`
+	Feedback   string       `json:"feedback"`
+	Note       string       `json:"note"` // the instructor note
+	Check      string       `json:"check"`
+	Where      string       `json:"where"`
 }
 
 type queuedView struct {
 	Label      string `json:"label"`
 	Button     string `json:"button"`
 	Instructor bool   `json:"instructor"`
+	Delivered  bool   `json:"delivered"` // shown under "Delivered", not "Waiting"
 }
 
 func (v pageView) labels() []string {
@@ -102,6 +107,7 @@ func (v pageView) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "connection %q, error %q, session %q, focus %q\n", v.Connection, v.Error, v.Session, v.Focus)
 	fmt.Fprintf(&b, "call %s/%s %q detail %q\nnotice %q\nreply %q\n", v.RunID, v.CallID, v.Status, v.Detail, v.Notice, v.Reply)
+	fmt.Fprintf(&b, "check %q %q\nfeedback %q\ninstructor note %q\n", v.Check, v.Where, v.Feedback, v.Note)
 	for _, q := range v.Queue {
 		fmt.Fprintf(&b, "  held %q [%s] instructor=%v\n", q.Label, q.Button, q.Instructor)
 	}
@@ -120,18 +126,25 @@ const viewJS = `(() => {
 	if (a && a !== document.body) {
 		focus = a.id || (a.dataset.messageId ? "deliver-" + a.dataset.messageId : a.tagName.toLowerCase());
 	}
+	// Held messages in id order, whichever list (waiting or delivered) shows them.
+	const held = [...document.querySelectorAll("#queue > li, #delivered > li")]
+		.sort((x, y) => Number(x.dataset.messageId) - Number(y.dataset.messageId));
+	const receipts = [...document.querySelectorAll("#receipts > li")].reverse();
 	return {
 		connection: text("connection"), error: text("error"), session: text("session-id"),
 		runId: text("run-id"), callId: text("call-id"), status: text("status"),
 		detail: text("detail"), notice: text("notice"),
 		reply: document.getElementById("reply").value,
-		queue: [...document.querySelectorAll("#queue > li")].map((li) => ({
+		queue: held.map((li) => ({
 			label: li.querySelector("p").textContent,
 			button: li.querySelector("button").textContent,
 			instructor: li.classList.contains("from-instructor"),
+			delivered: li.parentElement.id === "delivered",
 		})),
-		receipts: [...document.querySelectorAll("#receipts > li")].map((li) => li.textContent),
-		focus,
+		receipts: receipts.map((li) => li.querySelector(".receipt-notice").textContent),
+		byTeacher: receipts.map((li) => li.classList.contains("by-instructor") && !li.querySelector(".origin").hidden),
+		focus, feedback: text("feedback"), note: text("instructor-note"),
+		check: text("reply-check"), where: text("reply-where"),
 	};
 })()`
 
@@ -163,7 +176,7 @@ func (p *tab) click(id string) {
 
 func (p *tab) deliver(n int) {
 	p.t.Helper()
-	sel := fmt.Sprintf(`#queue button[data-message-id="%d"]`, n)
+	sel := fmt.Sprintf(`:is(#queue, #delivered) button[data-message-id="%d"]`, n)
 	p.do("click Deliver message "+strconv.Itoa(n), chromedp.Click(chromedp.CSS(sel)))
 }
 
@@ -285,14 +298,26 @@ func (l *expectedLab) queueOutput(step, output string) {
 func (l *expectedLab) queueShown(step, raw string) {
 	l.p.t.Helper()
 	l.p.click("queue-reply")
-	l.queue = append(l.queue, fmt.Sprintf("Message %d: %s", len(l.queue)+1, raw))
+	l.queue = append(l.queue, fmt.Sprintf("Message %d: %s", l.nextNumber(), raw))
 	l.expect(step)
+}
+
+// nextNumber is the number the page gives the student's next message: the
+// student's own count (the instructor's are I1, I2, …).
+func (l *expectedLab) nextNumber() int {
+	n := 1
+	for _, label := range l.queue {
+		if !strings.HasPrefix(label, "Message I") {
+			n++
+		}
+	}
+	return n
 }
 
 func (l *expectedLab) queueDeadline(step string) {
 	l.p.t.Helper()
 	l.p.click("queue-deadline")
-	l.queue = append(l.queue, fmt.Sprintf("Message %d: Deadline for %s/lookup", len(l.queue)+1, l.runID()))
+	l.queue = append(l.queue, fmt.Sprintf("Message %d: Deadline for %s/lookup", l.nextNumber(), l.runID()))
 	l.expect(step)
 }
 
@@ -300,9 +325,16 @@ func (l *expectedLab) queueDeadline(step string) {
 // afterwards, with notice as both the notice and the receipt.
 func (l *expectedLab) deliver(step string, n int, notice, status, detail string) {
 	l.p.t.Helper()
+	l.deliverAs(step, n, strconv.Itoa(n), notice, status, detail)
+}
+
+// deliverAs delivers the message with id n, which the page numbers number
+// (the student's own count, or I1, I2, … for the instructor's).
+func (l *expectedLab) deliverAs(step string, n int, number, notice, status, detail string) {
+	l.p.t.Helper()
 	l.p.deliver(n)
 	l.status, l.detail, l.notice = status, detail, notice
-	l.receipts = append(l.receipts, fmt.Sprintf("Delivered message %d: %s", n, notice))
+	l.receipts = append(l.receipts, fmt.Sprintf("Delivered message %s: %s", number, notice))
 	l.expect(step)
 }
 
@@ -383,33 +415,6 @@ func TestBrowserSeedWalkthrough(t *testing.T) {
 	if n := evalJS[int](p, `document.querySelectorAll("strong").length`); n != 0 {
 		t.Errorf("the page has %d strong elements; the output must stay text", n)
 	}
-
-	if os.Getenv("LAB_SCREENSHOT") == "1" {
-		saveScreenshot(t, p)
-	}
-}
-
-// saveScreenshot writes the page, as it looks at 1000×900, to the README's
-// screenshot.
-func saveScreenshot(t *testing.T, p *tab) {
-	t.Helper()
-	p.do("frame the page",
-		chromedp.EmulateViewport(1000, 900),
-		chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`),
-		// Park the mouse off every control so that none shows its hover colour.
-		chromedp.MouseEvent(chromedp.MouseMoved, 1, 1))
-	png, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot())
-	if err != nil {
-		t.Fatalf("screenshot: %v", err)
-	}
-	path := filepath.Join("..", "docs", "screenshot.png")
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("wrote %s", path)
 }
 
 // TestBrowserSecondTabFollowsLive opens the same session in two tabs: each
@@ -513,7 +518,10 @@ func TestBrowserKeyboardDeliverKeepsFocus(t *testing.T) {
 	// Reach the button with Tab from the start button, through every
 	// control in order, as a keyboard user would.
 	p.do("focus Start new run", chromedp.Focus(chromedp.ID("start")))
-	for _, want := range []string{"reply", "queue-reply", "queue-deadline", "deliver-1"} {
+	// The exercise panel's summary comes first; the prediction choice (one
+	// stop for its radio group) comes before the Deliver buttons, as a
+	// student predicts and then delivers.
+	for _, want := range []string{"summary", "reply", "queue-reply", "queue-deadline", "reset-reply", "predict-none", "deliver-1"} {
 		p.do("press Tab", chromedp.KeyEvent("\t"))
 		p.waitView("focus on "+want, func(v pageView) bool { return v.Focus == want })
 	}
@@ -642,10 +650,13 @@ func TestBrowserReconnectsAfterServerRestart(t *testing.T) {
 	t.Cleanup(func() { stopLab(t, second); secondStore.Close() })
 	sw.serve(second.Handler())
 
-	// The same session, as it was: run-2 with its held deadline.
+	// The same session, as it was: run-2 with its held deadline; being
+	// connected again makes "Not connected" untrue, so it goes by itself
+	// (it would otherwise stay longer than this wait).
 	p.waitView("the restored session", func(v pageView) bool {
 		return v.Connection == "Connected" && l.matches(v)
 	})
+	p.waitView("the not-sent message cleared by reconnecting", func(v pageView) bool { return v.Error == "" })
 	// The page works again, and a successful action clears the old message.
 	l.queueDeadline("queue a deadline on the new server")
 	p.waitView("the not-sent message cleared", func(v pageView) bool { return v.Error == "" })
@@ -673,7 +684,10 @@ func TestBrowserPhoneWidthHasNoHorizontalScroll(t *testing.T) {
 	if w := evalJS[int](p, `document.scrollingElement.scrollWidth`); w > 360 {
 		t.Errorf("scrollWidth = %d at a 360 px viewport; the page scrolls sideways", w)
 	}
+	// Controls that are not rendered (the closed dialog's, the skip links
+	// until focused) are not touch targets.
 	small := evalJS[[]string](p, `[...document.querySelectorAll("button, a")]
+		.filter((e) => e.getClientRects().length > 0 && !e.closest(".skip-links"))
 		.filter((e) => e.getBoundingClientRect().height < 44)
 		.map((e) => e.textContent + " " + e.getBoundingClientRect().height)`)
 	if len(small) > 0 {

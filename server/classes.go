@@ -317,32 +317,13 @@ func (s *Server) exportClass(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	all, err := s.cfg.Store.Sessions(ctx)
+	all, err := s.cfg.Store.Sessions(c.Request().Context())
 	if err != nil {
 		return s.storeFailed("exporting a class", err)
 	}
 	in := s.sessionIDsIn(cl.ID)
 	sessions := slices.DeleteFunc(all, func(x store.Session) bool { return !in[x.ID] })
-	h := c.Response().Header()
-	h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")
-	h.Set("Content-Disposition", `attachment; filename="lab-class-`+cl.Code+`.csv"`)
-	h.Set("Cache-Control", "no-store")
-	c.Response().WriteHeader(http.StatusOK)
-	w, err := store.NewCSV(c.Response())
-	for i := 0; err == nil && i < len(sessions); i++ {
-		var recs []store.Record
-		if recs, err = s.cfg.Store.Events(ctx, sessions[i].ID); err == nil {
-			err = w.Write(sessions[i], recs)
-		}
-	}
-	if err == nil {
-		err = w.Flush()
-	}
-	if err != nil {
-		s.log.Warn("exporting a class as CSV", "err", err)
-	}
-	return nil
+	return s.writeCSV(c, "lab-class-"+cl.Code+".csv", sessions)
 }
 
 // classPage serves the class console and projectorPage its projector
@@ -488,6 +469,9 @@ func (s *Server) deleteSessions(ctx context.Context, sessions []*session) ([]str
 func (s *Server) forget(ids []string) {
 	s.mu.Lock()
 	for _, id := range ids {
+		if sess, ok := s.sessions[id]; ok {
+			s.uncount(sess)
+		}
 		delete(s.sessions, id)
 		delete(s.classOf, id)
 	}

@@ -5,7 +5,10 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"path"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/toolcall-lab/lab/model"
 	"github.com/toolcall-lab/lab/store"
@@ -60,6 +63,35 @@ type Config struct {
 	// (docs/classes.md). Empty: the address each request reached the lab
 	// at. cmd/lab fills it from -public-url or the machine's LAN address.
 	PublicURL string
+	// MaxAddrConns caps the WebSockets open from one client address (the
+	// address TrustedProxies decides), and AddrConnRate how many new ones
+	// it may open a second on average (bursts up to MaxAddrConns). Past
+	// either, the connection is accepted and closed with 1013 and a reason
+	// the page shows. The defaults let a class of 500 behind one NAT open
+	// every tab at once.
+	MaxAddrConns int
+	AddrConnRate float64
+	// MaxAddrSessions caps the sessions created from one client address
+	// that the server holds (a session is created by its first change).
+	MaxAddrSessions int
+	// MaxConnOutboxBytes bounds the bytes waiting to be written to one
+	// connection, MaxOutboxBytes those of all connections together. A
+	// connection whose frame would pass either is closed with 1008
+	// (closeTooSlow) and resyncs when it reconnects.
+	MaxConnOutboxBytes int64
+	MaxOutboxBytes     int64
+	// MaxRuns, MaxRenames and MaxEvents bound one session's runs, renames
+	// and changes of any kind; past them a change gets an error frame.
+	MaxRuns    int
+	MaxRenames int
+	MaxEvents  int
+	// AuthFailureBurst is how many wrong instructor or metrics credentials
+	// one client address may present at once; then one every 2 s. Not a
+	// flag: tests that present many on purpose raise it.
+	AuthFailureBurst int
+	// StuckAfter flags a student stuck on the progress board when no new
+	// step of the exercise was ticked for this long.
+	StuckAfter time.Duration
 }
 
 // DefaultConfig is the one place the server's defaults are written; cmd/lab
@@ -78,15 +110,27 @@ func DefaultConfig() Config {
 		MaxConns:        10_000,
 		MaxSessionConns: 32,
 		MaxSessions:     10_000,
+
+		MaxAddrConns:       2_000,
+		AddrConnRate:       50,
+		MaxAddrSessions:    2_000,
+		MaxConnOutboxBytes: 16 << 20,
+		MaxOutboxBytes:     256 << 20,
+		MaxRuns:            1_000,
+		MaxRenames:         200,
+		MaxEvents:          5_000,
+		AuthFailureBurst:   10,
+		StuckAfter:         5 * time.Minute,
 	}
 }
 
 // withDefaults fills c's zero fields from DefaultConfig and checks that the
-// frame cap leaves room for a reply at the limit.
+// frame cap leaves room for a reply at the limit and the outboxes for a
+// state frame. The frame cap's default grows with the reply limit.
 func (c Config) withDefaults() (Config, error) {
 	d := DefaultConfig()
 	c.Limits = c.Limits.WithDefaults()
-	c.MaxFrameBytes = orDefault(c.MaxFrameBytes, d.MaxFrameBytes)
+	c.MaxFrameBytes = orDefault(c.MaxFrameBytes, max(d.MaxFrameBytes, minFrameBytes(c.Limits)))
 	c.WriteTimeout = orDefault(c.WriteTimeout, d.WriteTimeout)
 	c.SessionTTL = orDefault(c.SessionTTL, d.SessionTTL)
 	c.FrameRate = orDefault(c.FrameRate, d.FrameRate)
@@ -94,6 +138,16 @@ func (c Config) withDefaults() (Config, error) {
 	c.MaxConns = orDefault(c.MaxConns, d.MaxConns)
 	c.MaxSessionConns = orDefault(c.MaxSessionConns, d.MaxSessionConns)
 	c.MaxSessions = orDefault(c.MaxSessions, d.MaxSessions)
+	c.MaxAddrConns = orDefault(c.MaxAddrConns, d.MaxAddrConns)
+	c.AddrConnRate = orDefault(c.AddrConnRate, d.AddrConnRate)
+	c.MaxAddrSessions = orDefault(c.MaxAddrSessions, d.MaxAddrSessions)
+	c.MaxConnOutboxBytes = orDefault(c.MaxConnOutboxBytes, max(d.MaxConnOutboxBytes, 2*maxStateFrameBytes(c.Limits)))
+	c.MaxOutboxBytes = orDefault(c.MaxOutboxBytes, max(d.MaxOutboxBytes, c.MaxConnOutboxBytes))
+	c.MaxRuns = orDefault(c.MaxRuns, d.MaxRuns)
+	c.MaxRenames = orDefault(c.MaxRenames, d.MaxRenames)
+	c.MaxEvents = orDefault(c.MaxEvents, d.MaxEvents)
+	c.AuthFailureBurst = orDefault(c.AuthFailureBurst, d.AuthFailureBurst)
+	c.StuckAfter = orDefault(c.StuckAfter, d.StuckAfter)
 	if c.Logger == nil {
 		c.Logger = d.Logger
 	}
@@ -104,9 +158,93 @@ func (c Config) withDefaults() (Config, error) {
 		c.Store = store.NewMemory()
 	}
 	if min := minFrameBytes(c.Limits); c.MaxFrameBytes < min {
-		return c, fmt.Errorf("max frame bytes %d is below %d, what a reply of %d bytes may need", c.MaxFrameBytes, min, c.Limits.MaxReplyBytes)
+		return c, &SettingError{"max-reply-bytes", fmt.Errorf("a reply of %d bytes needs frames of up to %d bytes, above the frame cap of %d", c.Limits.MaxReplyBytes, min, c.MaxFrameBytes)}
+	}
+	if min := maxStateFrameBytes(c.Limits); c.MaxConnOutboxBytes < min {
+		return c, &SettingError{"max-conn-outbox-bytes", fmt.Errorf("%d is below %d, the largest state frame -max-held-bytes, -max-reply-bytes, -max-held and -max-receipts allow", c.MaxConnOutboxBytes, min)}
+	}
+	if c.MaxOutboxBytes < c.MaxConnOutboxBytes {
+		return c, &SettingError{"max-outbox-bytes", fmt.Errorf("%d is below -max-conn-outbox-bytes (%d)", c.MaxOutboxBytes, c.MaxConnOutboxBytes)}
 	}
 	return c, nil
+}
+
+// SettingError is a setting that cannot work, named as cmd/lab's flag and
+// the README's Configuration table name it (without the dash).
+type SettingError struct {
+	Setting string
+	Err     error
+}
+
+func (e *SettingError) Error() string { return "-" + e.Setting + ": " + e.Err.Error() }
+func (e *SettingError) Unwrap() error { return e.Err }
+
+// minTokenLength is the shortest instructor or metrics token accepted: 16
+// characters (OWASP's floor for secrets people choose).
+const minTokenLength = 16
+
+// Validate checks the settings a deployment chooses, after defaults, beyond
+// what New needs to run: values that make no sense or contradict each other.
+// cmd/lab calls it before it touches the disk; errors are *SettingError.
+// Tests may build servers with extreme values (a frame rate of 0.001); New
+// therefore does not call it.
+func (c Config) Validate() error {
+	c, err := c.withDefaults()
+	if err != nil {
+		return err
+	}
+	l := c.Limits
+	switch {
+	case l.MaxReplyBytes > l.MaxHeldBytes:
+		return &SettingError{"max-reply-bytes", fmt.Errorf("%d is above -max-held-bytes (%d): a reply at the limit could never be held", l.MaxReplyBytes, l.MaxHeldBytes)}
+	case c.SessionTTL < time.Minute:
+		return &SettingError{"session-ttl", fmt.Errorf("%v is below a minute: sessions would vanish between two clicks", c.SessionTTL)}
+	// The upper bounds are far above any class (labbench raises both so
+	// that the limiter is not what it measures); they catch typos.
+	case c.FrameRate < 1 || c.FrameRate > 1e6:
+		return &SettingError{"frame-rate", fmt.Errorf("%g is not between 1 and 1000000 frames a second", c.FrameRate)}
+	case c.FrameBurst > 1_000_000:
+		return &SettingError{"frame-burst", fmt.Errorf("%d is above 1000000", c.FrameBurst)}
+	case c.AddrConnRate < 0.01 || c.AddrConnRate > 1e6:
+		return &SettingError{"addr-conn-rate", fmt.Errorf("%g is not between 0.01 and 1000000 connections a second", c.AddrConnRate)}
+	case c.MaxSessionConns > c.MaxConns:
+		return &SettingError{"max-session-conns", fmt.Errorf("%d is above -max-conns (%d)", c.MaxSessionConns, c.MaxConns)}
+	case c.MaxAddrConns > c.MaxConns:
+		return &SettingError{"max-addr-conns", fmt.Errorf("%d is above -max-conns (%d)", c.MaxAddrConns, c.MaxConns)}
+	case c.MaxAddrSessions > c.MaxSessions:
+		return &SettingError{"max-addr-sessions", fmt.Errorf("%d is above -max-sessions (%d)", c.MaxAddrSessions, c.MaxSessions)}
+	case c.MaxRuns > c.MaxEvents:
+		return &SettingError{"max-runs", fmt.Errorf("%d is above -max-events (%d)", c.MaxRuns, c.MaxEvents)}
+	case c.MaxRenames > c.MaxEvents:
+		return &SettingError{"max-renames", fmt.Errorf("%d is above -max-events (%d)", c.MaxRenames, c.MaxEvents)}
+	case c.InstructorToken != "" && utf8.RuneCountInString(c.InstructorToken) < minTokenLength:
+		return &SettingError{"instructor-token", fmt.Errorf("shorter than %d characters: too easy to guess", minTokenLength)}
+	case c.MetricsToken != "" && utf8.RuneCountInString(c.MetricsToken) < minTokenLength:
+		return &SettingError{"metrics-token", fmt.Errorf("shorter than %d characters: too easy to guess", minTokenLength)}
+	}
+	for _, p := range c.Origins {
+		if err := checkOriginPattern(p); err != nil {
+			return &SettingError{"origins", err}
+		}
+	}
+	return nil
+}
+
+// checkOriginPattern refuses a pattern that is not one, and a wildcard that
+// matches every host: it would let any web page open the lab's WebSockets,
+// the instructor's included. Patterns such as *.school.example are fine.
+func checkOriginPattern(p string) error {
+	if _, err := path.Match(p, ""); err != nil {
+		return fmt.Errorf("%q is not a pattern: %w", p, err)
+	}
+	host := p
+	if _, after, ok := strings.Cut(p, "://"); ok {
+		host = after
+	}
+	if strings.Trim(host, "*?:.") == "" {
+		return fmt.Errorf("%q allows every origin, so any web page could use the lab's WebSockets; list the host names", p)
+	}
+	return nil
 }
 
 // orDefault is v, or d when v is not above zero.

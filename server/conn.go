@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"path"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -32,25 +34,39 @@ type outFrame struct {
 // for its own connection needs no goroutine start and no handoff), or else a
 // goroutine. So an idle connection costs no goroutine and a slow one never
 // blocks its session. mu guards the outbox (frames in the order they were
-// produced, bounded) and the flags.
+// produced, bounded in count and in bytes), its byte count and the flags.
 type conn struct {
 	ws           *websocket.Conn
 	role         model.Actor
+	remote       string // the client address (RealIP), "" for instructors
 	log          *slog.Logger
 	metrics      *metrics
 	writeTimeout time.Duration
-	limit        frameLimit // used by the reader only
+	limit        frameLimit    // used by the reader only
+	budget       int64         // Config.MaxConnOutboxBytes
+	total        *outboxBudget // all connections' outboxes together
 
-	mu       sync.Mutex
-	outbox   []outFrame
-	nStates  int  // state frames in outbox
-	nErrors  int  // error frames in outbox
-	overflow bool // too many errors were waiting: closeTooManyRefusals
-	flushing bool // a flusher is running
+	mu      sync.Mutex
+	outbox  []outFrame
+	nStates int // state frames in outbox
+	nErrors int // error frames in outbox
+	// queued counts the bytes of the frames not yet written: in outbox and
+	// in the batch a flusher is writing. They are also counted in total.
+	queued int64
+	// closeWith, when set, is how the flusher closes the connection: too
+	// many errors waited (closeTooManyRefusals) or too many bytes
+	// (closeTooSlow). Nothing more is queued then.
+	closeWith *closeReason
+	sent      websocket.StatusCode // the close code the server sent, 0 if none
+	flushing  bool                 // a flusher is running
 	// readerFlushes: the reader is handling a frame and writes what it
 	// causes afterwards, so no flusher goroutine is needed for it.
 	readerFlushes bool
 	stopped       bool // the handler is tearing down: start no more flushers
+	// torn is set once the handler has torn down: a frame handed over
+	// after that (an overview flush that took its list of connections
+	// earlier) is dropped, so its bytes are never counted.
+	torn bool
 
 	flushers sync.WaitGroup
 }
@@ -58,14 +74,51 @@ type conn struct {
 func (c *conn) sendState(frame []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closeWith != nil || c.torn {
+		return
+	}
 	if c.nStates == maxPendingStates {
 		i := slices.IndexFunc(c.outbox, func(f outFrame) bool { return f.state })
+		c.unqueue(int64(len(c.outbox[i].data)))
 		c.outbox = slices.Delete(c.outbox, i, i+1)
 		c.nStates--
 	}
-	c.outbox = append(c.outbox, outFrame{data: frame, state: true})
-	c.nStates++
+	if c.enqueue(outFrame{data: frame, state: true}) {
+		c.nStates++
+	}
 	c.kick()
+}
+
+// enqueue adds f to the outbox if the connection's byte budget and all
+// connections' budget take it. If not, the connection is too slow: what
+// waits is dropped and the flusher closes it (closeTooSlow). Called with mu
+// held.
+func (c *conn) enqueue(f outFrame) bool {
+	n := int64(len(f.data))
+	if c.queued+n > c.budget || !c.total.take(n) {
+		c.metrics.slowCloses.Inc()
+		c.closeWith = &closeTooSlow
+		c.dropOutbox()
+		return false
+	}
+	c.queued += n
+	c.outbox = append(c.outbox, f)
+	return true
+}
+
+// unqueue gives back the bytes of a frame written or dropped. Called with
+// mu held.
+func (c *conn) unqueue(n int64) {
+	c.queued -= n
+	c.total.give(n)
+}
+
+// dropOutbox drops every frame waiting. Called with mu held.
+func (c *conn) dropOutbox() {
+	for _, f := range c.outbox {
+		c.unqueue(int64(len(f.data)))
+	}
+	c.outbox, c.nStates, c.nErrors = nil, 0, 0
 }
 
 func (c *conn) sendError(err error) {
@@ -74,10 +127,12 @@ func (c *conn) sendError(err error) {
 	frame := errorFrame(r)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.nErrors == maxPendingErrors {
-		c.overflow = true
-	} else {
-		c.outbox = append(c.outbox, outFrame{data: frame})
+	switch {
+	case c.closeWith != nil || c.torn:
+		return
+	case c.nErrors == maxPendingErrors:
+		c.closeWith = &closeTooManyRefusals
+	case c.enqueue(outFrame{data: frame}):
 		c.nErrors++
 	}
 	c.kick()
@@ -107,7 +162,7 @@ func (c *conn) deferFlush() {
 func (c *conn) readerFlush() {
 	c.mu.Lock()
 	c.readerFlushes = false
-	run := !c.flushing && !c.stopped && (len(c.outbox) > 0 || c.overflow)
+	run := !c.flushing && !c.stopped && (len(c.outbox) > 0 || c.closeWith != nil)
 	if run {
 		c.flushing = true
 		c.flushers.Add(1)
@@ -120,13 +175,14 @@ func (c *conn) readerFlush() {
 
 // flush writes the outbox until it is empty. Inline (in the reader), it
 // writes one batch and hands any rest to a goroutine, so a busy session
-// cannot keep the reader from reading.
+// cannot keep the reader from reading. A frame's bytes stay counted until it
+// is written.
 func (c *conn) flush(inline bool) {
 	defer c.flushers.Done()
 	for batch := 0; ; batch++ {
 		c.mu.Lock()
-		frames, overflow := c.outbox, c.overflow
-		if len(frames) == 0 && !overflow {
+		frames, why := c.outbox, c.closeWith
+		if len(frames) == 0 && why == nil {
 			c.flushing = false
 			c.mu.Unlock()
 			return
@@ -138,19 +194,36 @@ func (c *conn) flush(inline bool) {
 			return
 		}
 		c.outbox, c.nStates, c.nErrors = nil, 0, 0
+		if why != nil {
+			for _, f := range frames {
+				c.unqueue(int64(len(f.data)))
+			}
+		}
 		c.mu.Unlock()
-		if overflow {
-			c.metrics.slowCloses.Inc()
-			closeTooManyRefusals.closeConn(c.ws)
+		if why != nil {
+			if why == &closeTooManyRefusals {
+				c.metrics.slowCloses.Inc()
+			}
+			c.close(*why)
 			c.finish()
 			return
 		}
-		for _, f := range frames {
+		for i, f := range frames {
 			typ := "error"
 			if f.state {
 				typ = "state"
 			}
-			if !c.write(f.data, typ) {
+			ok := c.write(f.data, typ)
+			c.mu.Lock()
+			c.unqueue(int64(len(f.data)))
+			if !ok {
+				for _, rest := range frames[i+1:] {
+					c.unqueue(int64(len(rest.data)))
+				}
+			}
+			c.mu.Unlock()
+			if !ok {
+				c.finish()
 				return
 			}
 		}
@@ -170,10 +243,35 @@ func (c *conn) write(frame []byte, typ string) bool {
 			c.log.Info("closing a connection that stopped reading", "timeout", c.writeTimeout)
 		}
 		c.ws.CloseNow()
-		c.finish()
 		return false
 	}
 	return true
+}
+
+// close closes the connection with why, remembering the code for the log.
+func (c *conn) close(why closeReason) {
+	c.mu.Lock()
+	if c.sent == 0 {
+		c.sent = why.code
+	}
+	c.mu.Unlock()
+	why.closeConn(c.ws)
+}
+
+// closeCode is the close code to log for a connection that ended with err:
+// the one the server sent, else 1009 if the library closed it for a frame
+// over the cap, else the peer's (-1 when there was none).
+func (c *conn) closeCode(err error) int {
+	c.mu.Lock()
+	sent := c.sent
+	c.mu.Unlock()
+	switch {
+	case sent != 0:
+		return int(sent)
+	case errors.Is(err, websocket.ErrMessageTooBig):
+		return int(closeTooBig.code)
+	}
+	return int(websocket.CloseStatus(err))
 }
 
 // finish marks the flusher gone for good after the connection broke.
@@ -182,7 +280,7 @@ func (c *conn) finish() {
 	defer c.mu.Unlock()
 	c.stopped = true
 	c.flushing = false
-	c.outbox, c.nStates, c.nErrors = nil, 0, 0
+	c.dropOutbox()
 }
 
 // stop is the handler's teardown: no new flushers, then wait for the running one.
@@ -191,6 +289,10 @@ func (c *conn) stop() {
 	c.stopped = true
 	c.mu.Unlock()
 	c.flushers.Wait()
+	c.mu.Lock()
+	c.torn = true
+	c.dropOutbox() // what no flusher will write
+	c.mu.Unlock()
 }
 
 // readLoop reads frames until the connection closes and submits each
@@ -230,7 +332,7 @@ func (c *conn) nextText() ([]byte, error) {
 			c.metrics.framesIn.WithLabelValues("invalid").Inc()
 			if !c.limit.refusals.Allow() {
 				c.metrics.refused.WithLabelValues("rate_limit").Inc()
-				closeRateAbuse.closeConn(c.ws)
+				c.close(closeRateAbuse)
 				return nil, errRateAbuse
 			}
 			c.sendError(fmt.Errorf("%w: at most %g a second, %d at once; this one was not applied",
@@ -238,6 +340,11 @@ func (c *conn) nextText() ([]byte, error) {
 		case typ != websocket.MessageText:
 			c.metrics.framesIn.WithLabelValues("invalid").Inc()
 			c.sendError(badFrame("frames must be text messages holding JSON"))
+		case !utf8.Valid(data):
+			// RFC 6455 §8.1: a text frame that is not UTF-8 fails the connection.
+			c.metrics.framesIn.WithLabelValues("invalid").Inc()
+			c.close(closeInvalidUTF8)
+			return nil, errNotUTF8
 		default:
 			return data, nil
 		}
@@ -246,34 +353,41 @@ func (c *conn) nextText() ([]byte, error) {
 
 // checkUpgrade refuses, before the upgrade and as an HTTP error like every
 // other, a request that is not a WebSocket handshake (426) or whose Origin
-// may not open one (403). websocket.Accept checks the same again and stays
-// the authority: what it refuses after these checks (a malformed handshake)
-// it answers in plain text itself.
+// may not open one (403). websocket.Accept checks the Origin again, more
+// loosely (it ignores the scheme): what it refuses after these checks (a
+// malformed handshake) it answers in plain text itself.
 func (s *Server) checkUpgrade(r *http.Request) error {
 	if !isUpgrade(r) {
 		return requestErrorf(http.StatusUpgradeRequired, "this address takes a WebSocket upgrade")
 	}
-	if !originAllowed(r, s.cfg.Origins) {
+	if !s.originAllowed(r) {
 		return requestErrorf(http.StatusForbidden, "this page's origin may not open the lab's WebSockets: %s", r.Header.Get("Origin"))
 	}
 	return nil
 }
 
-// originAllowed is websocket.Accept's Origin check: no Origin (not a
-// browser), the request's own host, or a host matching one of patterns.
-func originAllowed(r *http.Request, patterns []string) bool {
+// originAllowed: no Origin (not a browser), the lab's own origin compared
+// by scheme, host and port (the scheme is https when the request came over
+// TLS, or from a trusted proxy that says so in X-Forwarded-Proto), or a
+// host matching one of Config.Origins (scheme and host when the pattern
+// has a scheme).
+func (s *Server) originAllowed(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
 		return true
 	}
 	u, err := url.Parse(origin)
-	if err != nil {
+	if err != nil || u.Host == "" {
 		return false
 	}
-	if strings.EqualFold(r.Host, u.Host) {
+	scheme := "http"
+	if s.overTLS(r) {
+		scheme = "https"
+	}
+	if strings.EqualFold(u.Scheme, scheme) && strings.EqualFold(withPort(u.Host, scheme), withPort(r.Host, scheme)) {
 		return true
 	}
-	for _, p := range patterns {
+	for _, p := range s.cfg.Origins {
 		target := u.Host
 		if strings.Contains(p, "://") {
 			target = u.Scheme + "://" + u.Host
@@ -283,4 +397,15 @@ func originAllowed(r *http.Request, patterns []string) bool {
 		}
 	}
 	return false
+}
+
+// withPort writes host with its port, the scheme's default if it has none.
+func withPort(host, scheme string) string {
+	if _, _, err := net.SplitHostPort(host); err == nil {
+		return host
+	}
+	if scheme == "https" {
+		return net.JoinHostPort(strings.Trim(host, "[]"), "443")
+	}
+	return net.JoinHostPort(strings.Trim(host, "[]"), "80")
 }

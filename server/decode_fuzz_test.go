@@ -19,6 +19,8 @@ func FuzzDecodeFrame(f *testing.F) {
 		`{"type":"queueReply","raw":"\ud800"}`, `{"type":"deliver","message":-0}`, `{"type":"start","raw":5}`,
 		`{"type":"rename","name":"Ada"}`, `{"type":"rename","name":"  x  "}`, `{"type":"rename"}`,
 		`{"type":"rename","name":7}`, `{"type":"rename","name":"\ud800"}`, `[]`, `{`, `{"type":"x"}`,
+		`{"type":"deliver","message":1,"predict":"ignored"}`, `{"type":"deliver","message":1,"predict":""}`,
+		`{"type":"deliver","message":1,"predict":null}`, `{"type":"deliver","message":1,"predict":"\u0061ccepted"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -58,6 +60,18 @@ func FuzzDecodeFrame(f *testing.F) {
 			var message float64
 			if err := json.Unmarshal(members["message"], &message); err != nil || cmd.Message < 1 || float64(cmd.Message) != message {
 				t.Fatalf("message %s decoded as %d", members["message"], cmd.Message)
+			}
+			// No predict is no prediction; one present must be one of the
+			// four words, as encoding/json reads it.
+			if p, ok := members["predict"]; !ok {
+				if cmd.Predict != model.NoPrediction {
+					t.Fatalf("no predict decoded as %v", cmd.Predict)
+				}
+			} else {
+				var word string
+				if err := json.Unmarshal(p, &word); err != nil || cmd.Predict == model.NoPrediction || cmd.Predict.String() != word {
+					t.Fatalf("predict %s decoded as %v", p, cmd.Predict)
+				}
 			}
 		}
 	})

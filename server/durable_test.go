@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/toolcall-lab/lab/model"
 	"github.com/toolcall-lab/lab/server"
 	"github.com/toolcall-lab/lab/store"
@@ -243,11 +245,19 @@ func waitFor(t *testing.T, cond func() bool) {
 func TestSessionCap(t *testing.T) {
 	t.Parallel()
 	_, ts := runLab(t, server.Config{MaxSessions: 2})
+	// Connections that change nothing store nothing and count for nothing.
+	for range 5 {
+		c, _ := dial(t, ts, newID())
+		c.ws.Close(websocket.StatusNormalClosure, "")
+	}
 	first := newID()
-	dial(t, ts, first)
-	dial(t, ts, newID())
-	if code, body := dialRefused(t, ts, newID()); code != http.StatusServiceUnavailable || !strings.Contains(body, "limit of stored sessions") {
-		t.Fatalf("third session: %d %s", code, body)
+	c1, _ := dial(t, ts, first)
+	c1.do(`{"type":"start"}`)
+	c2, _ := dial(t, ts, newID())
+	c2.do(`{"type":"start"}`)
+	// A third session is refused at once, with a reason the page shows.
+	if ce := dialClosed(t, ts, newID()); ce.Code != websocket.StatusTryAgainLater || !strings.Contains(ce.Reason, "the lab is full right now") {
+		t.Fatalf("third session: %v", ce)
 	}
 	// Existing sessions still open.
 	dial(t, ts, first)

@@ -31,12 +31,31 @@ var errUnknownSession = errors.New("unknown session")
 // all the client reads; the cause is logged.
 var errCannotSave = errors.New("the lab cannot save right now; try again shortly")
 
-// errTooManySessions refuses a new session past Config.MaxSessions.
+// errTooManySessions refuses a new session past Config.MaxSessions or
+// Config.MaxAddrSessions.
 var errTooManySessions = errors.New("the lab has reached its limit of stored sessions; ask your instructor")
+
+// errLabFull refuses a connection past a connection cap (all, per session,
+// per client address, or the address's rate of new ones).
+var errLabFull = errors.New("the lab is full right now")
+
+// errAddrFull and errTabsFull are errLabFull for one client address (too
+// many connections open, or opened lately) and for one session's tabs.
+var (
+	errAddrFull = fmt.Errorf("%w: too many connections from your network", errLabFull)
+	errTabsFull = fmt.Errorf("%w: this session has too many tabs open", errLabFull)
+)
+
+// errNotUTF8 ends a connection that sent a text frame that is not UTF-8.
+var errNotUTF8 = errors.New("closed: a text frame was not valid UTF-8")
 
 // errSessionExpiring refuses a connection to a session the janitor is
 // deleting at this very moment; a retry gets a fresh session.
 var errSessionExpiring = errors.New("this session expired and is being removed; try again shortly")
+
+// errPredictionRequired refuses a student's delivery without a prediction
+// in a session whose class requires predictions (Server.RequirePredictions).
+var errPredictionRequired = errors.New(`say what you expect before delivering: add "predict" (accepted, ignored, unresolved or diagnostic)`)
 
 // errShuttingDown refuses new connections once the server is closing.
 var errShuttingDown = errors.New("the lab is shutting down")
@@ -78,15 +97,22 @@ func classify(log *slog.Logger, err error) refusal {
 		return refusal{"not_applicable", err.Error()}
 	case errors.Is(err, errUnknownSession):
 		return refusal{"unknown_session", err.Error()}
+	case errors.Is(err, errTooManySessions):
+		return refusal{"full", err.Error()}
+	case errors.Is(err, errSessionExpiring):
+		return refusal{"expiring", err.Error()}
+	case errors.Is(err, errPredictionRequired):
+		return refusal{"prediction_required", err.Error()}
 	}
 	log.Error("refusing a change", "err", err)
 	return refusal{"internal", "internal error: the change was not applied"}
 }
 
 // closeReason is a WebSocket close the server sends: the code and the
-// reason text the client reads. Every close the server sends is one of
-// these; docs/protocol.md lists them. Two closes are not the server's own:
-// a frame over the hard cap is closed with 1009 by the WebSocket library,
+// reason text the client reads (at most 123 bytes, the protocol's limit).
+// Every close the server sends is one of these; docs/protocol.md lists them.
+// Two closes are not the server's own: a frame over the hard cap is closed
+// with 1009 by the WebSocket library (closeTooBig names it for the logs),
 // and a connection whose write times out is dropped without a close frame
 // (the client sees 1006).
 type closeReason struct {
@@ -105,11 +131,42 @@ var (
 	closeTooManyRefusals = closeReason{websocket.StatusPolicyViolation, "too many refused frames; reconnect to resync"}
 	// closeDeleted: an instructor deleted the session (docs/classes.md).
 	closeDeleted = closeReason{4001, "an instructor deleted this session"}
+	// closeTooSlow: the frames waiting for the connection passed its byte
+	// budget, or all connections' together did (Config.MaxConnOutboxBytes,
+	// MaxOutboxBytes).
+	closeTooSlow = closeReason{websocket.StatusPolicyViolation, "too slow: more frames waited than the lab keeps for one connection; reconnect to resync"}
+	// closeInvalidUTF8: a text frame was not UTF-8 (RFC 6455 §8.1).
+	closeInvalidUTF8 = closeReason{websocket.StatusInvalidFramePayloadData, "a text frame was not valid UTF-8"}
+	// closeTooBig: a frame over the hard cap; the library sends it.
+	closeTooBig = closeReason{websocket.StatusMessageTooBig, "read limited at … bytes"}
+
+	// The refusals of a connection the lab cannot take: the upgrade is
+	// accepted and closed at once with 1013 (try again later) and one of
+	// these, so that the page can say why (a browser cannot read a failed
+	// upgrade's answer). The page shows the reason and retries later.
+	closeFull        = closeReason{websocket.StatusTryAgainLater, "the lab is full right now; the page tries again by itself"}
+	closeAddrFull    = closeReason{websocket.StatusTryAgainLater, "the lab is full right now: too many connections from your network; the page tries again"}
+	closeSessionFull = closeReason{websocket.StatusTryAgainLater, "this session has too many tabs open; close one and the page tries again"}
+	closeExpiring    = closeReason{websocket.StatusTryAgainLater, "this session expired and is being removed; the page tries again"}
 )
 
 // closeConn closes ws with r.
 func (r closeReason) closeConn(ws *websocket.Conn) {
 	ws.Close(r.code, r.text)
+}
+
+// refusalClose is the close that refuses a connection admit or openConn
+// refused with err.
+func refusalClose(err error) closeReason {
+	switch {
+	case errors.Is(err, errSessionExpiring):
+		return closeExpiring
+	case errors.Is(err, errAddrFull):
+		return closeAddrFull
+	case errors.Is(err, errTabsFull):
+		return closeSessionFull
+	}
+	return closeFull
 }
 
 // requestError refuses an HTTP request with a status and the sentence the
@@ -136,12 +193,12 @@ type apiErrorBody struct {
 }
 
 // answersJSON reports whether a request's errors are JSON rather than an
-// HTML page: the API, /metrics, the probes and the WebSocket endpoints
+// HTML page: the API, /metrics, the probes, /exercise.json and the WebSocket endpoints
 // (whose callers are programs, or browsers that never show the body).
 // Everything else is a page for people.
 func answersJSON(r *http.Request) bool {
 	p := r.URL.Path
-	return p == "/api" || strings.HasPrefix(p, "/api/") || p == "/metrics" || p == "/healthz" || p == "/readyz" ||
+	return p == "/api" || strings.HasPrefix(p, "/api/") || p == "/metrics" || p == "/healthz" || p == "/readyz" || p == "/exercise.json" ||
 		p == "/instructor/ws" || (strings.HasPrefix(p, "/lab/") && (strings.HasSuffix(p, "/ws") || strings.HasSuffix(p, "/class"))) ||
 		isUpgrade(r)
 }

@@ -42,18 +42,22 @@ func (s *Server) exportSession(c echo.Context) error {
 }
 
 // exportCSV writes every stored session's events as CSV, one row per event.
+func (s *Server) exportCSV(c echo.Context) error {
+	sessions, err := s.cfg.Store.Sessions(c.Request().Context())
+	if err != nil {
+		return s.storeFailed("exporting sessions", err)
+	}
+	return s.writeCSV(c, "lab-events.csv", sessions)
+}
+
+// writeCSV answers with the events of sessions as CSV (docs/export.md).
 // Sessions are read one at a time; a read failure after the header has gone
 // out can only cut the body short, and is logged.
-func (s *Server) exportCSV(c echo.Context) error {
+func (s *Server) writeCSV(c echo.Context, filename string, sessions []store.Session) error {
 	ctx := c.Request().Context()
-	sessions, err := s.cfg.Store.Sessions(ctx)
-	if err != nil {
-		s.cfg.Logger.Error("exporting sessions", "err", err)
-		return requestErrorf(http.StatusServiceUnavailable, "the lab cannot read its data right now; try again shortly")
-	}
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")
-	h.Set("Content-Disposition", `attachment; filename="lab-events.csv"`)
+	h.Set("Content-Disposition", `attachment; filename="`+filename+`"`)
 	h.Set("Cache-Control", "no-store")
 	c.Response().WriteHeader(http.StatusOK)
 	w, err := store.NewCSV(c.Response())
@@ -67,7 +71,7 @@ func (s *Server) exportCSV(c echo.Context) error {
 		err = w.Flush()
 	}
 	if err != nil {
-		s.cfg.Logger.Warn("exporting sessions as CSV", "err", err)
+		s.log.Warn("exporting sessions as CSV", "file", filename, "err", err)
 	}
 	return nil
 }

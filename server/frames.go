@@ -53,7 +53,11 @@ func decodeFrame(data []byte, by model.Actor) (model.Command, error) {
 		if err != nil {
 			return model.Command{}, err
 		}
-		return model.Command{Kind: model.Deliver, By: by, Message: id}, nil
+		predict, err := predictField(v)
+		if err != nil {
+			return model.Command{}, err
+		}
+		return model.Command{Kind: model.Deliver, By: by, Message: id, Predict: predict}, nil
 	case "rename":
 		name, err := stringField(v, "name")
 		if err != nil {
@@ -148,6 +152,23 @@ func messageField(v jsjson.Value) (int, error) {
 	return int(f), nil
 }
 
+// predictField reads the optional "predict" of a deliver frame: one of the
+// model's four prediction words; absent is no prediction.
+func predictField(v jsjson.Value) (model.Prediction, error) {
+	if _, ok := v.Members["predict"]; !ok {
+		return model.NoPrediction, nil
+	}
+	word, err := stringField(v, "predict")
+	if err != nil {
+		return model.NoPrediction, err
+	}
+	p, ok := model.ParsePrediction(word)
+	if !ok || p == model.NoPrediction {
+		return model.NoPrediction, badFrame(`field "predict" must be one of "accepted", "ignored", "unresolved" or "diagnostic", not %q`, word)
+	}
+	return p, nil
+}
+
 // stateEncoder encodes one session's state frames, once per change; the
 // bytes go to every connection of the session. Held messages and receipts
 // never change once added, so it keeps them encoded and encodes only what a
@@ -174,6 +195,8 @@ func (e *stateEncoder) frame(l *model.Lab) ([]byte, model.LabView) {
 		e.queue = jsjson.AppendString(e.queue, m.From)
 		e.queue = append(e.queue, `,"label":`...)
 		e.queue = jsjson.AppendString(e.queue, m.Label)
+		e.queue = append(e.queue, `,"number":`...)
+		e.queue = jsjson.AppendString(e.queue, m.Number)
 		e.queue = append(e.queue, '}')
 	}
 	for _, r := range v.Receipts {
@@ -186,6 +209,20 @@ func (e *stateEncoder) frame(l *model.Lab) ([]byte, model.LabView) {
 		e.receipts = jsjson.AppendString(e.receipts, r.Notice)
 		e.receipts = append(e.receipts, `,"by":`...)
 		e.receipts = jsjson.AppendString(e.receipts, r.By.String())
+		e.receipts = append(e.receipts, `,"number":`...)
+		e.receipts = jsjson.AppendString(e.receipts, r.Number)
+		e.receipts = append(e.receipts, `,"from":`...)
+		e.receipts = jsjson.AppendString(e.receipts, r.From.String())
+		e.receipts = append(e.receipts, `,"why":`...)
+		e.receipts = jsjson.AppendString(e.receipts, r.Why)
+		e.receipts = append(e.receipts, `,"kind":`...)
+		e.receipts = jsjson.AppendString(e.receipts, r.Kind.String())
+		if r.Predicted != model.NoPrediction {
+			e.receipts = append(e.receipts, `,"predicted":`...)
+			e.receipts = jsjson.AppendString(e.receipts, r.Predicted.String())
+			e.receipts = append(e.receipts, `,"right":`...)
+			e.receipts = strconv.AppendBool(e.receipts, r.Right)
+		}
 		e.receipts = append(e.receipts, '}')
 	}
 	e.held, e.received = v.Held, v.Received
@@ -213,6 +250,7 @@ func (e *stateEncoder) frame(l *model.Lab) ([]byte, model.LabView) {
 	b = append(b, e.receipts...)
 	b = append(b, `],"name":`...)
 	b = jsjson.AppendString(b, v.Name)
+	b = appendExercise(b, v)
 	return append(b, '}'), v
 }
 

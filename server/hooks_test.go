@@ -26,3 +26,16 @@ func (s *Server) Routes() []string {
 	}
 	return out
 }
+
+// OutboxBytes is what every connection's outbox holds now, and the most it
+// has held, by the server's own accounting.
+func (s *Server) OutboxBytes() (now, peak int64) {
+	return s.outbox.used.Load(), s.outbox.peak.Load()
+}
+
+// StoredSessions counts the sessions counted against MaxSessions.
+func (s *Server) StoredSessions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stored
+}

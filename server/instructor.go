@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -37,7 +36,7 @@ func (s *Server) instructorSocket(c echo.Context) error {
 	} else if !grantFrom(c).all {
 		return requestErrorf(http.StatusForbidden, "%v", errForbidden)
 	}
-	if err := s.Ready(c.Request().Context()); errors.Is(err, errShuttingDown) {
+	if s.isClosing() {
 		c.Response().Header().Set("Retry-After", "1")
 		return requestErrorf(http.StatusServiceUnavailable, "the lab server is shutting down; try again in a moment")
 	}
@@ -74,7 +73,7 @@ func (s *Server) serveInstructor(ws *websocket.Conn, remote, scope string) {
 	ws.CloseNow()
 	s.detach(c)
 	gauge.Dec()
-	log.Info("websocket closed", "code", int(websocket.CloseStatus(err)), "duration", time.Since(opened).Round(time.Millisecond))
+	log.Info("websocket closed", "code", c.closeCode(err), "duration", time.Since(opened).Round(time.Millisecond))
 }
 
 // instructorLoop reads an instructor's frames until the connection closes:

@@ -87,7 +87,8 @@ func TestBrowserInstructorHoldsStaleReply(t *testing.T) {
 
 	stale := `{"runId":"run-1","callId":"lookup","kind":"completed","output":"Stale answer for run-1"}`
 	v := student.waitView("the instructor's stale reply, held", func(v pageView) bool {
-		return len(v.Queue) == 2 && v.Queue[1].Label == "Message 2: "+stale
+		// The instructor's messages are numbered apart: I1, not 2.
+		return len(v.Queue) == 2 && v.Queue[1].Label == "Message I1: "+stale && v.Queue[1].Button == "Deliver message I1"
 	})
 	if !v.Queue[1].Instructor || v.Queue[0].Instructor {
 		t.Fatalf("instructor marks: %s", v)
@@ -95,15 +96,15 @@ func TestBrowserInstructorHoldsStaleReply(t *testing.T) {
 	if v.Status != "Completed" || v.Detail != "Answer for run-2" {
 		t.Fatalf("holding changed the call: %s", v)
 	}
-	l.queue = append(l.queue, "Message 2: "+stale)
-	l.deliver("deliver the stale reply", 2, seedOtherCall, "Completed", "Answer for run-2")
+	l.queue = append(l.queue, "Message I1: "+stale)
+	l.deliverAs("deliver the stale reply", 2, "I1", seedOtherCall, "Completed", "Answer for run-2")
 
 	// The console's view of the session shows the same, and its timeline.
 	teacher.do("watch the session", chromedp.Click(chromedp.CSS(`#overview-body button.watch[data-session="`+id+`"]`)))
 	teacher.console("the session's timeline", func(v consoleView) bool {
 		return v.Status == "Completed" && len(v.Timeline) == 5 &&
 			v.Timeline[0] == "student delivered "+seedOtherCall &&
-			v.Timeline[1] == "instructor injected "+seedCompleted
+			v.Timeline[1] == "instructor injected "
 	})
 }
 
@@ -133,7 +134,7 @@ func TestBrowserInstructorDeliversDeadline(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#overview-body button.watch[data-session="`+id+`"]`)), "watched", "deadline", "mode-deliver")
 	v := student.waitView("Unresolved, live", func(v pageView) bool { return v.Status == "Unresolved" })
 	if v.Detail != seedUnresolvedDetail || v.Notice != seedUnresolved || len(v.Receipts) != 1 ||
-		v.Receipts[0] != "Delivered message 1: "+seedUnresolved || len(v.Queue) != 1 || !v.Queue[0].Instructor {
+		v.Receipts[0] != "Delivered message I1: "+seedUnresolved || len(v.Queue) != 1 || !v.Queue[0].Instructor {
 		t.Fatalf("after the deadline: %s", v)
 	}
 	teacher.console("the console's view of it", func(v consoleView) bool {

@@ -44,19 +44,33 @@ func (j *janitor) stop() {
 	<-j.done
 }
 
-// sweep deletes the sessions idle for longer than the TTL: no change and no
-// open connection since. They are marked expiring (connections to them are
-// refused meanwhile) while the store deletes them, outside every lock, and
-// leave the map only once the store has; if the store fails they stay.
+// sweep deletes the sessions idle for longer than the TTL: no change since,
+// and no open connection. They are marked expiring and gone (lookups miss
+// them and submit refuses, so no change can slip in) while the store
+// deletes them, outside every lock, and leave the map only once the store
+// has; if the store fails they stay. Sessions that never changed are not
+// stored: they leave the map as soon as nothing holds them. It also forgets
+// the client addresses that hold nothing.
 func (s *Server) sweep(ctx context.Context) error {
 	cutoff := s.cfg.Now().Add(-s.cfg.SessionTTL)
+	s.addrs.prune(time.Now())
 	var expired []*session
 	s.mu.Lock()
-	for _, sess := range s.sessions {
+	for id, sess := range s.sessions {
+		if sess.admitted > 0 || sess.expiring {
+			continue
+		}
 		sess.mu.Lock()
-		idle := sess.admitted == 0 && !sess.draining && sess.lastActive.Before(cutoff)
+		idle := !sess.draining && len(sess.inbox) == 0
+		old := idle && sess.lastActive.Before(cutoff)
+		if !sess.stored && idle || sess.stored && old {
+			sess.gone = true
+		}
 		sess.mu.Unlock()
-		if idle && !sess.expiring {
+		switch {
+		case !sess.stored && idle:
+			delete(s.sessions, id)
+		case sess.stored && old:
 			sess.expiring = true
 			expired = append(expired, sess)
 		}
@@ -75,9 +89,13 @@ func (s *Server) sweep(ctx context.Context) error {
 	for _, sess := range expired {
 		if err != nil {
 			sess.expiring = false
+			sess.mu.Lock()
+			sess.gone = false
+			sess.mu.Unlock()
 		} else {
 			delete(s.sessions, sess.id)
 			delete(s.classOf, sess.id) // the store forgot the membership with the session
+			s.uncount(sess)
 		}
 	}
 	if err != nil {

@@ -209,11 +209,11 @@ func (s *Server) startMember(id, class, name string) error {
 	if err != nil {
 		return err
 	}
-	done := make(chan error, 1)
+	done := make(chan outcome, 1)
 	sess.submit(pending{cmd: model.Command{Kind: model.Rename, By: model.Student, Name: name}, done: done})
-	if err := <-done; err != nil {
+	if o := <-done; o.err != nil {
 		s.forget([]string{id})
-		return err
+		return o.err
 	}
 	return nil
 }

@@ -3,6 +3,8 @@ package server
 import (
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -11,8 +13,9 @@ import (
 )
 
 // Every bound the server keeps, in counts and bytes: per connection, per
-// session, per server. The configurable ones are in Config (defaults in
-// DefaultConfig); these are fixed.
+// session, per client address, per server. The configurable ones are in
+// Config (defaults in DefaultConfig); these are fixed. docs/limits.md adds
+// them up into what one session, one address and the server can cost.
 
 const (
 	// maxInbox bounds the changes waiting in one session, so one client
@@ -21,7 +24,8 @@ const (
 
 	// maxPendingStates bounds the state frames waiting for one connection.
 	// A connection further behind loses the oldest waiting state: frames
-	// are whole states, so a newer one is always enough to catch up.
+	// are whole states, so a newer one is always enough to catch up. Their
+	// bytes are bounded too (Config.MaxConnOutboxBytes).
 	maxPendingStates = 64
 
 	// maxPendingErrors bounds the error frames waiting for a connection
@@ -44,6 +48,17 @@ const (
 	// maxLogins bounds the live console logins; the oldest gives way to a
 	// new one.
 	maxLogins = 64
+
+	// authFailureEvery refills the allowance of wrong instructor or metrics
+	// credentials (console logins, bearer tokens, cookies) of one client
+	// address, whose burst is Config.AuthFailureBurst. Right credentials
+	// cost nothing, so a flood of wrong ones from one address never locks
+	// out another.
+	authFailureEvery = 2 * time.Second
+
+	// maxAddrEntries bounds the client addresses the server remembers; past
+	// it the idle ones are forgotten at once rather than at the next sweep.
+	maxAddrEntries = 50_000
 )
 
 // minFrameBytes is the least frame cap that still lets a reply at the limit
@@ -52,12 +67,19 @@ func minFrameBytes(l model.Limits) int64 {
 	return int64(l.MaxReplyBytes)*6 + 1024
 }
 
-// newLoginLimiter throttles console logins for the whole server: a burst of
-// 5, then one a second. Guessing the token is slow, and a teacher who
-// mistypes it a few times is not locked out for long.
-func newLoginLimiter() *rate.Limiter {
-	return rate.NewLimiter(rate.Every(time.Second), 5)
+// maxStateFrameBytes bounds one encoded state frame: every held byte may be
+// escaped to 6 (in the queue's labels), plus the draft (at most a reply),
+// each held message's and receipt's fixed part and the call. A connection's
+// outbox must take at least one such frame.
+func maxStateFrameBytes(l model.Limits) int64 {
+	return 6*int64(l.MaxHeldBytes+l.MaxReplyBytes) + 256*int64(l.MaxHeld) + 1024*int64(l.MaxReceipts) + 64<<10
 }
+
+// errTooManyFrames refuses a frame over the connection's rate limit.
+var errTooManyFrames = errors.New("too many frames")
+
+// errRateAbuse ends a connection that kept sending over its rate limit.
+var errRateAbuse = errors.New("closed: kept sending over the frame rate limit")
 
 // frameLimit is one connection's frame rate limit. Frames over it are
 // refused; refusals have an allowance of their own (the burst, refilled at a
@@ -72,42 +94,253 @@ func newFrameLimit(perSecond float64, burst int) frameLimit {
 	return frameLimit{frames: rate.NewLimiter(r, burst), refusals: rate.NewLimiter(r/4, burst)}
 }
 
-// errTooManyFrames refuses a frame over the connection's rate limit.
-var errTooManyFrames = errors.New("too many frames")
+// outboxBudget is the bytes waiting in every connection's outbox together,
+// against Config.MaxOutboxBytes. Each conn also counts its own (conn.queued).
+// Safe for concurrent use.
+type outboxBudget struct {
+	max  int64
+	used atomic.Int64
+	peak atomic.Int64 // the most ever used, for tests and docs/limits.md
+}
 
-// errRateAbuse ends a connection that kept sending over its rate limit.
-var errRateAbuse = errors.New("closed: kept sending over the frame rate limit")
+// take reserves n bytes, or says the budget cannot hold them.
+func (b *outboxBudget) take(n int64) bool {
+	for {
+		u := b.used.Load()
+		if u+n > b.max {
+			return false
+		}
+		if b.used.CompareAndSwap(u, u+n) {
+			for p := b.peak.Load(); u+n > p && !b.peak.CompareAndSwap(p, u+n); p = b.peak.Load() {
+			}
+			return true
+		}
+	}
+}
 
-// admit reserves a place for one more connection to session id, creating
-// the session on first use, or says which cap is full. It runs before the
-// upgrade, so a refusal is an HTTP answer; release gives the place back.
+func (b *outboxBudget) give(n int64) { b.used.Add(-n) }
+
+// addrTable keeps what each client address (Echo's RealIP, which
+// -trusted-proxies decides) holds and may still do: open WebSockets, the
+// sessions it created, and its allowances of new connections and of wrong
+// credentials.
+//
+// Ownership: mu guards m and every addrState in it. It is a leaf lock: taken
+// under Server.mu at times, never the other way round.
+type addrTable struct {
+	connRate  rate.Limit
+	connBurst int
+	authBurst int
+
+	mu sync.Mutex
+	m  map[string]*addrState
+}
+
+type addrState struct {
+	conns    int // open or opening WebSockets
+	sessions int // sessions it created that the server holds
+	newConns *rate.Limiter
+	authFail *rate.Limiter
+}
+
+func newAddrTable(connRate float64, connBurst, authBurst int) *addrTable {
+	return &addrTable{connRate: rate.Limit(connRate), connBurst: connBurst, authBurst: authBurst, m: make(map[string]*addrState)}
+}
+
+// get returns addr's entry, creating it. Called with mu held.
+func (t *addrTable) get(addr string) *addrState {
+	a := t.m[addr]
+	if a == nil {
+		if len(t.m) >= maxAddrEntries {
+			t.pruneLocked(time.Now())
+		}
+		a = &addrState{
+			newConns: rate.NewLimiter(t.connRate, t.connBurst),
+			authFail: rate.NewLimiter(rate.Every(authFailureEvery), t.authBurst),
+		}
+		t.m[addr] = a
+	}
+	return a
+}
+
+// prune forgets the addresses that hold nothing and whose allowances are
+// full again: remembering them would change nothing.
+func (t *addrTable) prune(now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.pruneLocked(now)
+}
+
+func (t *addrTable) pruneLocked(now time.Time) {
+	for k, a := range t.m {
+		if a.conns == 0 && a.sessions == 0 &&
+			a.newConns.TokensAt(now) >= float64(t.connBurst) && a.authFail.TokensAt(now) >= float64(t.authBurst) {
+			delete(t.m, k)
+		}
+	}
+}
+
+// enter counts one more WebSocket (open, opening or being refused) of addr,
+// unless it has max already: then it is refused before the upgrade, as
+// cheaply as can be. leave undoes it.
+func (t *addrTable) enter(addr string, max int) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	a := t.get(addr)
+	if a.conns >= max {
+		return false
+	}
+	a.conns++
+	return true
+}
+
+func (t *addrTable) leave(addr string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.get(addr).conns--
+}
+
+// allowNew spends one of addr's allowance of new connections, or says it
+// has opened too many lately.
+func (t *addrTable) allowNew(addr string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.get(addr).newConns.Allow() {
+		return fmt.Errorf("%w (too many new ones lately); try again in a few seconds", errAddrFull)
+	}
+	return nil
+}
+
+// addSession counts a session created by addr, unless addr holds max.
+func (t *addrTable) addSession(addr string, max int) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	a := t.get(addr)
+	if a.sessions >= max {
+		return fmt.Errorf("%w: %d sessions were started from your network (the most the lab keeps for one address)", errTooManySessions, max)
+	}
+	a.sessions++
+	return nil
+}
+
+func (t *addrTable) dropSession(addr string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.get(addr).sessions--
+}
+
+// authAllowed says whether addr may present credentials now: it has not
+// used up its allowance of wrong ones.
+func (t *addrTable) authAllowed(addr string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.get(addr).authFail.Tokens() >= 1
+}
+
+// authFailed spends one of addr's allowance of wrong credentials.
+func (t *addrTable) authFailed(addr string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.get(addr).authFail.Allow()
+}
+
+// admit reserves a place for one more connection to session id once its
+// upgrade has succeeded, or says which cap is full. A session new to the
+// server is made in memory only: it is stored, and counted against
+// MaxSessions, with its first change (reserve). release gives the place
+// back and forgets a session that never changed.
 func (s *Server) admit(id string) (*session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.admitted >= s.cfg.MaxConns {
-		return nil, fmt.Errorf("the lab is full: %d connections are open (the most it takes); try again later", s.cfg.MaxConns)
+		return nil, fmt.Errorf("%w: %d connections are open (the most it takes); try again later", errLabFull, s.cfg.MaxConns)
 	}
 	sess, err := s.getOrCreate(id)
 	if err != nil {
 		return nil, err
 	}
 	if sess.admitted >= s.cfg.MaxSessionConns {
-		return nil, fmt.Errorf("this session has %d connections open (the most it takes); close a tab and try again", s.cfg.MaxSessionConns)
+		return nil, fmt.Errorf("%w (%d, the most it takes); close a tab and try again", errTabsFull, s.cfg.MaxSessionConns)
 	}
 	s.admitted++
 	sess.admitted++
 	return sess, nil
 }
 
-// release gives back the place admit reserved, and notes the session's
-// activity for the janitor.
+// release gives back the place admit reserved. It notes no activity: only a
+// change extends a session's life. A session that never changed leaves the
+// map with its last connection.
 func (s *Server) release(sess *session) {
-	now := s.cfg.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.admitted--
 	sess.admitted--
-	sess.mu.Lock()
-	sess.lastActive = now
-	sess.mu.Unlock()
+	if sess.admitted == 0 && !sess.stored && s.sessions[sess.id] == sess && sess.idle() {
+		delete(s.sessions, sess.id)
+	}
+}
+
+// reserve counts sess as stored, against MaxSessions and its creator's
+// address, before its first change is appended. Changes after the first
+// reserve nothing. unreserve undoes it when that append fails.
+func (s *Server) reserve(sess *session, addr string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sess.stored {
+		return nil
+	}
+	if cur, ok := s.lookup(sess.id); !ok || cur != sess {
+		return errSessionExpiring // forgotten or being deleted: not to be stored
+	}
+	if s.stored >= s.cfg.MaxSessions {
+		return fmt.Errorf("%w: it holds %d sessions", errTooManySessions, s.cfg.MaxSessions)
+	}
+	if addr != "" {
+		if err := s.addrs.addSession(addr, s.cfg.MaxAddrSessions); err != nil {
+			return err
+		}
+	}
+	sess.stored, sess.creator = true, addr
+	s.stored++
+	return nil
+}
+
+func (s *Server) unreserve(sess *session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.uncount(sess)
+}
+
+// uncount stops counting a stored session against the caps (its first
+// append failed, or it was deleted). Called with mu held.
+func (s *Server) uncount(sess *session) {
+	if !sess.stored {
+		return
+	}
+	if sess.creator != "" {
+		s.addrs.dropSession(sess.creator)
+	}
+	sess.stored, sess.creator = false, ""
+	s.stored--
+}
+
+// eventCaps bound the events of one session (Config.MaxRuns, MaxRenames,
+// MaxEvents), so that one session cannot grow the data file without end:
+// held messages and receipts have their own caps (model.Limits).
+type eventCaps struct {
+	runs, renames, events int
+}
+
+// check refuses ev when the session already has as many events of its kind
+// (or in all) as the caps allow; counts are the session's so far.
+func (c eventCaps) check(ev model.Event, runs, renames int, events uint64) error {
+	switch {
+	case events >= uint64(c.events):
+		return &model.LimitError{Cap: "changes in one session", Max: c.events}
+	case ev.Kind == model.RunStarted && runs >= c.runs:
+		return &model.LimitError{Cap: "runs in one session", Max: c.runs}
+	case ev.Kind == model.Renamed && renames >= c.renames:
+		return &model.LimitError{Cap: "renames in one session", Max: c.renames}
+	}
+	return nil
 }

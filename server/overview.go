@@ -22,27 +22,33 @@ type sessionRow struct {
 	Tabs         int       `json:"tabs"`
 	RunID        string    `json:"runId"`
 	Status       string    `json:"status"`
-	Held         int       `json:"held"`
+	Held         int       `json:"held"`    // held messages in all (a message stays held after delivery)
+	Waiting      int       `json:"waiting"` // held messages never delivered
 	Receipts     int       `json:"receipts"`
 	Seq          uint64    `json:"seq"`
-	LastActivity time.Time `json:"lastActivity"`
+	LastActivity time.Time `json:"lastActivity"` // the student's own last change, or the session's creation
+	progress               // steps, current, currentSince, stuck, predictions (exercise.go)
 }
 
-func newRow(id string, v model.LabView, now time.Time) sessionRow {
+// newRow is the overview's row for a session in state v whose student last
+// acted at lastOwn.
+func newRow(id string, v model.LabView, lastOwn time.Time) sessionRow {
 	return sessionRow{
 		ID: id, Name: v.Name, RunID: v.Call.RunID, Status: v.Call.Status,
-		Held: v.Held, Receipts: v.Received, Seq: v.Seq, LastActivity: now,
+		Held: v.Held, Waiting: v.Waiting, Receipts: v.Received, Seq: v.Seq, LastActivity: lastOwn,
 	}
 }
 
-// overviewFrame carries the whole class table. Whole tables rather than
-// changed rows: any frame alone is the truth, so a connection's outbox may
-// drop older ones, and a table of 200 rows is about 40 KB.
-func overviewFrame(rows []sessionRow) []byte {
+// overviewFrame carries the whole class table, and the class's progress
+// summary computed from the same rows. Whole tables rather than changed
+// rows: any frame alone is the truth, so a connection's outbox may drop
+// older ones, and a table of 200 rows is about 40 KB.
+func overviewFrame(rows []sessionRow, sum classSummary) []byte {
 	return mustJSON(struct {
 		Type     string       `json:"type"`
 		Sessions []sessionRow `json:"sessions"`
-	}{"overview", rows})
+		Exercise classSummary `json:"exercise"`
+	}{"overview", rows, sum})
 }
 
 // mustJSON encodes values whose types cannot fail to encode.
@@ -78,7 +84,8 @@ func (s *Server) rows() []sessionRow {
 // waits for them. Lock order: flushing, then mu; rows are read
 // (session.mu) with neither mu held.
 type overview struct {
-	rows func(scope string) []sessionRow
+	rows    func(scope string) []sessionRow
+	summary func([]sessionRow) classSummary
 
 	flushing sync.Mutex
 	flushes  sync.WaitGroup // a scheduled or running flush; Add under mu while not stopped
@@ -90,8 +97,14 @@ type overview struct {
 	stopped bool
 }
 
-func newOverview(rows func(scope string) []sessionRow) *overview {
-	return &overview{rows: rows, conns: make(map[*conn]string)}
+func newOverview(rows func(scope string) []sessionRow, summary func([]sessionRow) classSummary) *overview {
+	return &overview{rows: rows, summary: summary, conns: make(map[*conn]string)}
+}
+
+// frame builds an overview frame of one scope's rows as they are now.
+func (o *overview) frame(scope string) []byte {
+	rows := o.rows(scope)
+	return overviewFrame(rows, o.summary(rows))
 }
 
 // mark says that a row may have changed.
@@ -125,7 +138,7 @@ func (o *overview) flush() {
 	for c, scope := range conns {
 		frame, ok := frames[scope]
 		if !ok {
-			frame = overviewFrame(o.rows(scope))
+			frame = o.frame(scope)
 			frames[scope] = frame
 		}
 		c.sendState(frame)
@@ -139,7 +152,7 @@ func (o *overview) subscribe(c *conn, scope string) {
 	o.mu.Lock()
 	o.conns[c] = scope
 	o.mu.Unlock()
-	c.sendState(overviewFrame(o.rows(scope)))
+	c.sendState(o.frame(scope))
 }
 
 func (o *overview) unsubscribe(c *conn) {

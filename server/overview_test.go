@@ -18,8 +18,8 @@ func TestOverviewStopWaitsForFlush(t *testing.T) {
 			<-release
 		}
 		return nil
-	})
-	c := &conn{stopped: true} // collects frames; starts no flusher
+	}, func(rows []sessionRow) classSummary { return summarize(rows, time.Now(), time.Minute) })
+	c := &conn{stopped: true, budget: 1 << 20, total: &outboxBudget{max: 1 << 20}} // collects frames; starts no flusher
 	o.subscribe(c, "")
 	o.mark()
 	<-entered

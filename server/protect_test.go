@@ -3,8 +3,6 @@ package server_test
 import (
 	"context"
 	"errors"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -52,22 +50,23 @@ func TestFrameRateLimit(t *testing.T) {
 	}
 }
 
-// dialRefused expects the upgrade to be refused before it happens and
-// returns the HTTP status and body.
-func dialRefused(t *testing.T, ts *httptest.Server, id string) (int, string) {
+// dialClosed expects the upgrade to succeed and the server to close the
+// connection at once (a refusal the page can read), and returns the close.
+func dialClosed(t *testing.T, ts *httptest.Server, id string) websocket.CloseError {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	ws, resp, err := websocket.Dial(ctx, wsURL(ts, id), nil)
-	if err == nil {
-		ws.CloseNow()
-		t.Fatalf("dial %s was accepted, want it refused", id)
+	ws, _, err := websocket.Dial(ctx, wsURL(ts, id), nil)
+	if err != nil {
+		t.Fatalf("dial %s: %v, want an upgrade then a close", id, err)
 	}
-	if resp == nil {
-		t.Fatalf("dial %s: %v, with no HTTP response", id, err)
+	defer ws.CloseNow()
+	_, data, err := ws.Read(ctx)
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) {
+		t.Fatalf("dial %s: read %q, %v; want a close", id, data, err)
 	}
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	return ce
 }
 
 func TestConnectionCaps(t *testing.T) {
@@ -76,12 +75,12 @@ func TestConnectionCaps(t *testing.T) {
 	a, b := newID(), newID()
 	first, _ := dial(t, ts, a)
 	dial(t, ts, a)
-	if code, body := dialRefused(t, ts, a); code != http.StatusServiceUnavailable || !strings.Contains(body, "this session has 2 connections open") {
-		t.Fatalf("third tab of a session: %d %q", code, body)
+	if ce := dialClosed(t, ts, a); ce.Code != websocket.StatusTryAgainLater || !strings.Contains(ce.Reason, "too many tabs") {
+		t.Fatalf("third tab of a session: %v", ce)
 	}
 	dial(t, ts, b)
-	if code, body := dialRefused(t, ts, b); code != http.StatusServiceUnavailable || !strings.Contains(body, "the lab is full: 3 connections") {
-		t.Fatalf("fourth connection: %d %q", code, body)
+	if ce := dialClosed(t, ts, b); ce.Code != websocket.StatusTryAgainLater || !strings.Contains(ce.Reason, "the lab is full right now") {
+		t.Fatalf("fourth connection: %v", ce)
 	}
 	// A closed connection frees its place (once its handler has gone).
 	first.ws.Close(websocket.StatusNormalClosure, "")
@@ -89,8 +88,12 @@ func TestConnectionCaps(t *testing.T) {
 	defer cancel()
 	for {
 		ws, _, err := websocket.Dial(ctx, wsURL(ts, a), nil)
-		if err == nil {
-			ws.CloseNow()
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		_, data, err := ws.Read(ctx)
+		ws.CloseNow()
+		if err == nil && strings.Contains(string(data), `"type":"state"`) {
 			break
 		}
 		if ctx.Err() != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/toolcall-lab/lab/model"
 	"github.com/toolcall-lab/lab/store"
 )
 
@@ -63,6 +64,10 @@ func (s *Server) load(ctx context.Context) ([]*session, error) {
 func restoreSession(info store.Session, recs []store.Record, cfg *Config, m *metrics, changed func()) (*session, error) {
 	s := newSession(info.ID, cfg, m, changed)
 	s.lastActive = info.LastActive
+	if !info.Created.IsZero() {
+		s.lastOwn = info.Created
+	}
+	s.clock.began = info.Created
 	for _, r := range recs {
 		if r.Seq != s.lab.Seq()+1 {
 			return nil, fmt.Errorf("session %s: stored seq %d follows seq %d", info.ID, r.Seq, s.lab.Seq())
@@ -70,10 +75,17 @@ func restoreSession(info store.Session, recs []store.Record, cfg *Config, m *met
 		if _, err := s.lab.Apply(r.Event); err != nil {
 			return nil, fmt.Errorf("session %s: replaying seq %d: %w", info.ID, r.Seq, err)
 		}
+		s.count(r.Event)
+		s.clock.steps(s.lab.Exercise(), r.Seq, r.Time)
 		s.timeline.add(newTimelineEntry(r.Event, s.lab, r.Notice, r.Time))
+		if r.Event.By == model.Student {
+			s.lastOwn = r.Time
+		}
 	}
 	frame, v := s.enc.frame(s.lab)
+	s.clock.receipts(v.Receipts)
 	s.frame = frame
-	s.row = newRow(s.id, v, s.lastActive)
+	s.row = newRow(s.id, v, s.lastOwn)
+	s.row.progress = s.clock.progress(v)
 	return s, nil
 }

@@ -148,15 +148,15 @@ func (s *Server) discover(ctx context.Context, id string) *session {
 		return nil
 	}
 	s.mu.Lock()
-	if held, ok := s.sessions[id]; ok {
+	if held, ok := s.lookup(id); ok {
 		s.mu.Unlock()
 		return held // found meanwhile; it catches up by itself
 	}
-	if len(s.sessions) >= s.cfg.MaxSessions {
+	if s.sessions[id] != nil || s.stored >= s.cfg.MaxSessions {
 		s.mu.Unlock()
-		return nil
+		return nil // being deleted here, or no room
 	}
-	s.sessions[id] = sess
+	s.holdStored(sess)
 	if member.Class != "" {
 		s.classOf[id] = member.Class
 	}

@@ -35,6 +35,7 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/lab/:id", s.studentPage)
 	e.GET("/lab/:id/ws", s.studentSocket)
 	e.StaticFS("/static", static.Files)
+	e.GET("/exercise.json", s.exerciseSteps) // the nine steps' texts (exercise.go)
 
 	// Operations (ops.go; README "Operations", docs/metrics.md).
 	e.GET("/healthz", s.healthz)
@@ -64,6 +65,7 @@ func (s *Server) routes() *echo.Echo {
 	e.DELETE("/api/classes/:id", s.deleteClass, s.requireInstructor, serverWide)
 	e.GET("/api/classes/:id/qr.png", s.classQR, s.requireInstructor)
 	e.GET("/api/classes/:id/export.csv", s.exportClass, s.requireInstructor)
+	e.GET("/api/classes/:id/grades.csv", s.classGrades, s.requireInstructor) // grades.go
 	e.DELETE("/api/sessions/:id", s.deleteOne, s.requireInstructor)
 	e.POST("/api/sessions/delete", s.deleteMany, s.requireInstructor)
 
@@ -75,6 +77,7 @@ func (s *Server) routes() *echo.Echo {
 	e.POST("/api/inject", s.inject, s.requireInstructor)
 	e.GET("/api/sessions/:id/export", s.exportSession, s.requireInstructor)
 	e.GET("/api/export.csv", s.exportCSV, s.requireInstructor, serverWide)
+	e.GET("/api/grades.csv", s.exportGrades, s.requireInstructor, serverWide) // grades.go
 	return e
 }
 

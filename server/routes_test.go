@@ -74,7 +74,8 @@ func withBearer(extra map[string]string) map[string]string {
 // and the WebSockets; an HTML page (or the login redirect) for pages.
 func TestEveryRouteRefusesBadInput(t *testing.T) {
 	t.Parallel()
-	lab, ts := runLab(t, server.Config{InstructorToken: testToken, MetricsToken: "metrics-token"})
+	// Many wrong credentials on purpose, all from one address.
+	lab, ts := runLab(t, server.Config{InstructorToken: testToken, MetricsToken: "metrics-token", AuthFailureBurst: 1000})
 	unknown := newID()
 	evilOrigin := map[string]string{"Origin": "https://evil.example"}
 	// A class, whose key stands for credentials that do not reach the
@@ -266,6 +267,11 @@ func TestEveryRouteRefusesBadInput(t *testing.T) {
 			{name: "unknown class", method: "GET", path: "/api/classes/" + unknown + "/export.csv", header: bearer, status: 404, answer: jsonError},
 			{name: "another class's key", method: "GET", path: "/api/classes/" + other.ID + "/export.csv", header: classKey, status: 403, answer: jsonError},
 		},
+		"GET /api/classes/:id/grades.csv": {
+			{name: "unknown class", method: "GET", path: "/api/classes/" + unknown + "/grades.csv", header: bearer, status: 404, answer: jsonError},
+			{name: "another class's key", method: "GET", path: "/api/classes/" + other.ID + "/grades.csv", header: classKey, status: 403, answer: jsonError},
+			{name: "no credentials", method: "GET", path: "/api/classes/" + class.ID + "/grades.csv", status: 401, answer: jsonError},
+		},
 		"DELETE /api/sessions/:id": {
 			{name: "no credentials", method: "DELETE", path: "/api/sessions/" + unknown, status: 401, answer: jsonError},
 			{name: "unknown id", method: "DELETE", path: "/api/sessions/" + unknown, header: bearer, status: 404, answer: jsonError, contains: "unknown session"},
@@ -276,6 +282,15 @@ func TestEveryRouteRefusesBadInput(t *testing.T) {
 			{name: "not JSON content", method: "POST", path: "/api/sessions/delete", header: bearer, body: `{}`, status: 415, answer: jsonError},
 			{name: "a class key, the open lab", method: "POST", path: "/api/sessions/delete", header: keyJSON, body: `{"idleOpenLab":true}`, status: 403, answer: jsonError},
 			{name: "wrong method", method: "PUT", path: "/api/sessions/delete", header: bearer, status: 405, answer: jsonError},
+		},
+		"GET /api/grades.csv": {
+			{name: "no credentials", method: "GET", path: "/api/grades.csv", status: 401, answer: jsonError},
+			{name: "wrong cookie", method: "GET", path: "/api/grades.csv", header: wrongCookie, status: 401, answer: jsonError},
+			{name: "wrong method", method: "POST", path: "/api/grades.csv", header: bearer, status: 405, answer: jsonError},
+			{name: "a class key", method: "GET", path: "/api/grades.csv", header: classKey, status: 403, answer: jsonError},
+		},
+		"GET /exercise.json": {
+			{name: "wrong method", method: "POST", path: "/exercise.json", status: 405, answer: jsonError},
 		},
 		// Not routes: paths nothing serves, which browsers may ask for.
 		"": {

@@ -18,7 +18,6 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/labstack/echo/v4"
-	"golang.org/x/time/rate"
 
 	"github.com/toolcall-lab/lab/model"
 	"github.com/toolcall-lab/lab/static"
@@ -28,9 +27,10 @@ import (
 // or goroutines; Start loads the stored sessions and starts the janitor;
 // Shutdown or Restart closes the WebSockets and stops the janitor.
 //
-// Ownership: mu guards sessions, classOf, conns, closing, closeWith,
-// started, janitor, listener, admitted and each session's expiring flag and
-// admitted count. Each session
+// Ownership: mu guards sessions, classOf, conns, closing, closeWith, started, janitor,
+// listener, admitted, stored and each session's expiring, stored and creator fields
+// and admitted count. addrs and outbox are safe for concurrent use (addrs
+// has a leaf lock of its own, outbox is atomic). Each session
 // guards its own state (see session); each conn its outbox (see conn); the
 // overview and instructorAuth have their own locks. Lock order is Server.mu,
 // then session.mu, then conn.mu; no I/O happens under any of them.
@@ -43,7 +43,10 @@ type Server struct {
 	instructorHTML, loginHTML []byte
 	metrics                   *metrics
 	auth                      *instructorAuth
-	loginLimiter              *rate.Limiter // safe for concurrent use
+	// addrs is what each client address holds and may still do (limits.go).
+	addrs *addrTable
+	// outbox counts the bytes waiting in every connection's outbox.
+	outbox *outboxBudget
 	// overview sends the class table to instructors; it has its own lock.
 	overview *overview
 	// projectorHTML is a class's projector page; joinTmpl the join pages.
@@ -60,7 +63,8 @@ type Server struct {
 	started   bool
 	janitor   *janitor  // nil until Start
 	listener  *listener // nil until Start, and without a Listener store
-	admitted  int       // connections admitted and not yet gone, upgraded or not
+	admitted  int       // connections admitted and not yet gone
+	stored    int       // sessions with at least one change (counted against MaxSessions)
 
 	handlers sync.WaitGroup // running WebSocket handlers
 }
@@ -107,12 +111,15 @@ func New(cfg Config) (*Server, error) {
 		joinLimiter:    newAddrLimiter(cfg.Now),
 		classOf:        make(map[string]string),
 		auth:           newInstructorAuth(cfg.InstructorToken),
-		loginLimiter:   newLoginLimiter(),
+		addrs:          newAddrTable(cfg.AddrConnRate, cfg.MaxAddrConns, cfg.AuthFailureBurst),
+		outbox:         &outboxBudget{max: cfg.MaxOutboxBytes},
 		sessions:       make(map[string]*session),
 		conns:          make(map[*conn]struct{}),
 	}
 	s.metrics = newMetrics(s.sessionCount)
-	s.overview = newOverview(s.rowsIn)
+	s.overview = newOverview(s.rowsIn, func(rows []sessionRow) classSummary {
+		return summarize(rows, s.cfg.Now(), s.cfg.StuckAfter)
+	})
 	s.echo = s.routes()
 	return s, nil
 }
@@ -161,7 +168,7 @@ func (s *Server) Start(ctx context.Context) error {
 	for _, sess := range loaded {
 		// A session already held was heard of while loading: it is newer.
 		if _, ok := s.sessions[sess.id]; !ok {
-			s.sessions[sess.id] = sess
+			s.holdStored(sess)
 		}
 	}
 	for id, class := range classOf {
@@ -222,7 +229,7 @@ func (s *Server) closeSockets(ctx context.Context, why closeReason) error {
 		closers.Add(1)
 		go func() {
 			defer closers.Done()
-			why.closeConn(c.ws)
+			c.close(why)
 		}()
 	}
 	done := make(chan struct{})
@@ -280,21 +287,45 @@ func (s *Server) sessionCount() float64 {
 	return float64(len(s.sessions))
 }
 
-// getOrCreate returns session id, creating it on first use (students'
-// connections create sessions). Called with mu held.
+// getOrCreate returns session id, making it in memory on first use
+// (students' connections make sessions; their first change stores them,
+// see reserve). A new one is refused while the stored sessions are at the
+// cap, since its first change could not be stored. Called with mu held.
 func (s *Server) getOrCreate(id string) (*session, error) {
-	sess, ok := s.sessions[id]
+	sess, ok := s.lookup(id)
 	switch {
-	case ok && sess.expiring:
-		return nil, errSessionExpiring
 	case ok:
 		return sess, nil
-	case len(s.sessions) >= s.cfg.MaxSessions:
+	case s.sessions[id] != nil:
+		return nil, errSessionExpiring
+	case s.stored >= s.cfg.MaxSessions:
 		return nil, errTooManySessions
 	}
 	sess = newSession(id, &s.cfg, s.metrics, s.overview.mark)
+	sess.reserve = s.reserve
+	sess.unreserve = s.unreserve
 	s.sessions[id] = sess
 	return sess, nil
+}
+
+// holdStored adds a session read from the store (at Start, or made by
+// another replica). Stored sessions are counted; whose address made them is
+// not stored, so none is charged for them. Called with mu held.
+func (s *Server) holdStored(sess *session) {
+	sess.stored = true
+	sess.reserve, sess.unreserve = s.reserve, s.unreserve
+	s.stored++
+	s.sessions[sess.id] = sess
+}
+
+// lookup is the one session lookup: a session the janitor is deleting is
+// not found. Called with mu held.
+func (s *Server) lookup(id string) (*session, bool) {
+	sess, ok := s.sessions[id]
+	if !ok || sess.expiring {
+		return nil, false
+	}
+	return sess, true
 }
 
 // find returns an existing session and never creates one: instructors
@@ -302,8 +333,7 @@ func (s *Server) getOrCreate(id string) (*session, error) {
 func (s *Server) find(id string) (*session, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sess, ok := s.sessions[id]
-	return sess, ok
+	return s.lookup(id)
 }
 
 // allSessions returns the sessions ordered by id.
@@ -335,6 +365,29 @@ func (s *Server) attach(c *conn) bool {
 	return true
 }
 
+// hold counts a handler that has upgraded ws but has no conn (yet), so
+// that Shutdown waits for it. When the server is closing it closes ws the
+// way the others were and returns false. The caller calls handlers.Done.
+func (s *Server) hold(ws *websocket.Conn) bool {
+	s.mu.Lock()
+	if s.closing {
+		why := s.closeWith
+		s.mu.Unlock()
+		why.closeConn(ws)
+		return false
+	}
+	defer s.mu.Unlock()
+	s.handlers.Add(1)
+	return true
+}
+
+// isClosing reports whether Shutdown or Restart has begun.
+func (s *Server) isClosing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
+}
+
 func (s *Server) detach(c *conn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -344,5 +397,5 @@ func (s *Server) detach(c *conn) {
 // newConn wraps an accepted WebSocket.
 func (s *Server) newConn(ws *websocket.Conn, role model.Actor, log *slog.Logger) *conn {
 	return &conn{ws: ws, role: role, log: log, metrics: s.metrics, writeTimeout: s.cfg.WriteTimeout,
-		limit: newFrameLimit(s.cfg.FrameRate, s.cfg.FrameBurst)}
+		limit: newFrameLimit(s.cfg.FrameRate, s.cfg.FrameBurst), budget: s.cfg.MaxConnOutboxBytes, total: s.outbox}
 }

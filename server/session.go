@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolcall-lab/lab/model"
@@ -13,15 +14,17 @@ import (
 
 // session is one lab session, named by a UUID.
 //
-// Ownership: mu guards inbox, draining, heard, conns, watchers, frame, row,
-// timeline and lastActive; expiring and admitted are guarded by Server.mu. The
-// lab is owned by the goroutine that drains the inbox; at most one drains at
+// Ownership: mu guards inbox, draining, heard, gone, conns, watchers, frame, row,
+// timeline, lastActive and lastOwn; expiring, stored, creator and admitted are guarded
+// by Server.mu. The lab, its encoder and the run and rename counts are owned
+// by the goroutine that drains the inbox; at most one drains at
 // a time (chosen under mu, by the draining flag), so changes apply one at a
 // time in arrival order, and frames are handed to connections under mu in
-// that same order. No goroutine of its own: whoever submits into an idle
-// session, or hears of a change another replica stored, drains it. changed
-// is called after every change (and tab count change) with no lock held; it
-// tells the instructors' overview.
+// that same order. requirePredictions is set by the classes code at any
+// time and read by the drainer (atomic). No goroutine of its own: whoever
+// submits into an idle session, or hears of a change another replica
+// stored, drains it. changed is called after every change (and tab count
+// change) with no lock held; it tells the instructors' overview.
 //
 // The lab is a cache of the session's log at some seq n (design: several
 // replicas). A change is decided on it and appended as n+1; if another
@@ -36,6 +39,12 @@ type session struct {
 	shared  bool // other replicas change the store too (it is a Listener)
 	now     func() time.Time
 	changed func()
+	// stuckAfter is Config.StuckAfter: no new step for this long flags the
+	// session stuck on the progress board.
+	stuckAfter time.Duration
+	// requirePredictions refuses a student's delivery without a prediction
+	// (a class setting; Server.RequirePredictions).
+	requirePredictions atomic.Bool
 
 	mu       sync.Mutex
 	inbox    []pending
@@ -47,33 +56,63 @@ type session struct {
 	row      sessionRow         // the overview's row, as of the last change
 	timeline timeline
 
-	lastActive time.Time // the last change or disconnect
+	lastActive time.Time // the last change: connections do not extend a session's life
+	gone       bool      // the janitor is deleting it: submit refuses
+	// lastOwn is the student's own last activity, for the overview: their
+	// last change, or the session's creation. An instructor's injection or
+	// a tab reconnecting after a restart is not the student acting.
+	lastOwn time.Time
 
 	// Guarded by Server.mu.
-	expiring bool // the janitor is deleting it
-	admitted int  // connections admitted to it
+	expiring bool   // the janitor is deleting it
+	admitted int    // connections admitted to it
+	stored   bool   // it has changed, so it is stored and counted (Server.reserve)
+	creator  string // the client address that made its first change, "" if unknown
 
-	lab *model.Lab   // owned by the current drainer
-	enc stateEncoder // owned by the current drainer
+	// reserve counts the session as stored before its first change is
+	// appended (Server.reserve), on behalf of a client address ("" for an
+	// instructor); unreserve undoes it when that append fails.
+	reserve   func(s *session, addr string) error
+	unreserve func(s *session)
+	caps      eventCaps
+
+	lab           *model.Lab   // owned by the current drainer
+	enc           stateEncoder // owned by the current drainer
+	runs, renames int          // owned by the current drainer: events of these kinds so far
+	clock         stepClock    // owned by the current drainer
 }
 
 // pending is a command waiting to be applied, with where its refusal goes.
 type pending struct {
 	cmd  model.Command
-	from *conn        // the connection that sent it, for its error frame; may be nil
-	done chan<- error // optional; receives the result (buffered by the caller)
+	from *conn          // the connection that sent it, for its error frame; may be nil
+	done chan<- outcome // optional; receives the result (buffered by the caller)
+}
+
+// outcome is what became of a pending command: refused with err, or applied,
+// leaving notice; delivered says the change delivered a message (so notice
+// is the delivery's).
+type outcome struct {
+	err       error
+	notice    string
+	delivered bool
 }
 
 func newSession(id string, cfg *Config, m *metrics, changed func()) *session {
 	now := cfg.Now()
 	s := &session{
 		id: id, limits: cfg.Limits, metrics: m, store: cfg.Store, shared: isListener(cfg.Store), now: cfg.Now, changed: changed,
-		conns: make(map[*conn]struct{}), watchers: make(map[*conn]struct{}),
-		lab: model.NewLab(), enc: stateEncoder{session: id}, lastActive: now,
+		reserve: func(*session, string) error { return nil }, unreserve: func(*session) {},
+		stuckAfter: cfg.StuckAfter,
+		caps:       eventCaps{runs: cfg.MaxRuns, renames: cfg.MaxRenames, events: cfg.MaxEvents},
+		conns:      make(map[*conn]struct{}), watchers: make(map[*conn]struct{}),
+		lab: model.NewLab(), enc: stateEncoder{session: id}, lastActive: now, lastOwn: now,
+		clock: stepClock{began: now.UTC().Truncate(time.Millisecond)},
 	}
 	frame, v := s.enc.frame(s.lab)
 	s.frame = frame
 	s.row = newRow(id, v, now)
+	s.row.progress = s.clock.progress(v)
 	return s
 }
 
@@ -96,10 +135,10 @@ func (s *session) unsubscribe(c *conn) {
 	s.changed()
 }
 
-// touchTabs records the tab count as activity. Called with mu held.
+// touchTabs records the tab count. A tab opening or closing is not the
+// student's activity (a restart reconnects every tab). Called with mu held.
 func (s *session) touchTabs() {
 	s.row.Tabs = len(s.conns)
-	s.row.LastActivity = s.now()
 }
 
 // watch adds an instructor connection: it gets the state exactly as the
@@ -122,6 +161,11 @@ func (s *session) unwatch(c *conn) {
 // in the calling goroutine.
 func (s *session) submit(p pending) {
 	s.mu.Lock()
+	if s.gone {
+		s.mu.Unlock()
+		s.refuse(p, errSessionExpiring)
+		return
+	}
 	if len(s.inbox) >= maxInbox {
 		s.mu.Unlock()
 		s.refuse(p, errSessionBusy)
@@ -188,22 +232,21 @@ func (s *session) drain() {
 	}
 }
 
-// maxConflicts bounds how often one change is decided again after another
-// replica took its seq; past it the change is refused as busy. Each retry
-// first catches up, so only a session changed on other replicas faster
-// than one round trip to the database runs out.
-const maxConflicts = 32
-
 // apply decides, stores, applies and publishes one command. It runs outside
 // mu: deciding, storing and encoding are the session's work, not the
 // connections'. A change is applied only once the store has committed it, so
 // no client ever sees a change that a crash could lose; a failed append
-// refuses the change and leaves the session as it was. An append that lost
-// its seq to another replica catches up and decides again: the command may
-// now be refused by the rules (another tab delivered that message first).
+// refuses the change and leaves the session as it was.
 func (s *session) apply(p pending) {
+	if p.cmd.Kind == model.Deliver && p.cmd.By == model.Student && p.cmd.Predict == model.NoPrediction && s.requirePredictions.Load() {
+		s.refuse(p, errPredictionRequired)
+		return
+	}
 	for conflicts := 0; ; conflicts++ {
 		ev, err := s.lab.Decide(p.cmd, s.limits)
+		if err == nil {
+			err = s.caps.check(ev, s.runs, s.renames, s.lab.Seq())
+		}
 		var notice, run string
 		if err == nil {
 			notice, run, err = s.lab.Preview(ev)
@@ -221,12 +264,26 @@ func (s *session) apply(p pending) {
 			s.refuse(p, err)
 			return
 		}
+		first := s.lab.Seq() == 0
+		if first {
+			addr := ""
+			if p.from != nil {
+				addr = p.from.remote
+			}
+			if err := s.reserve(s, addr); err != nil {
+				s.refuse(p, err)
+				return
+			}
+		}
 		now := s.now().UTC().Truncate(time.Millisecond)
 		rec := store.Record{Session: s.id, Seq: s.lab.Seq() + 1, Time: now, Event: ev, Run: run, Notice: notice}
 		started := time.Now()
 		err = s.store.Append(context.Background(), rec)
 		s.metrics.appendLatency.Observe(time.Since(started).Seconds())
 		if errors.Is(err, store.ErrSeqTaken) {
+			// Another replica stored this seq: the session is stored (a
+			// first change keeps its reservation), and the command is
+			// decided again on the caught-up state.
 			s.metrics.seqConflicts.Inc()
 			if conflicts == maxConflicts {
 				s.refuse(p, errSessionBusy)
@@ -239,6 +296,9 @@ func (s *session) apply(p pending) {
 			continue
 		}
 		if err != nil {
+			if first {
+				s.unreserve(s)
+			}
 			s.refuse(p, fmt.Errorf("%w: %w", errCannotSave, err))
 			return
 		}
@@ -257,20 +317,33 @@ func (s *session) apply(p pending) {
 		}
 		s.publish(ev, notice, now)
 		if p.done != nil {
-			p.done <- nil
+			p.done <- outcome{notice: notice, delivered: delivered}
 		}
 		return
 	}
 }
 
+// maxConflicts bounds how often one change is decided again after another
+// replica took its seq (or stored what a refusal may have missed); past it
+// the change is refused as busy. Each retry first catches up, so only a
+// session changed on other replicas faster than one round trip to the
+// database runs out.
+const maxConflicts = 32
+
 // catchUp reads the events other replicas stored after the lab's seq,
 // applies them and publishes each, exactly as if decided here, so every
-// replica's tabs and watchers get the same frames in the same order. Only
-// the drainer calls it.
+// replica's tabs and watchers get the same frames in the same order. A
+// session made here in memory that another replica stored first becomes
+// stored here too. Only the drainer calls it.
 func (s *session) catchUp() error {
 	recs, err := s.store.EventsAfter(context.Background(), s.id, s.lab.Seq())
 	if err != nil {
 		return fmt.Errorf("catching up session %s: %w", s.id, err)
+	}
+	if len(recs) > 0 && s.lab.Seq() == 0 {
+		// Counted as stored; past the cap it is held all the same, since
+		// the log has it.
+		_ = s.reserve(s, "")
 	}
 	for _, r := range recs {
 		if r.Seq != s.lab.Seq()+1 {
@@ -285,16 +358,30 @@ func (s *session) catchUp() error {
 	return nil
 }
 
-// publish hands the state after ev, and its timeline entry, to every tab
-// and watcher, and tells the overview. Only the drainer calls it, right
-// after applying ev.
+// publish counts ev, moves the step clock, and hands the state after ev,
+// and its timeline entry, to every tab and watcher, and tells the
+// overview. Only the drainer calls it, right after applying ev (decided
+// here, or read from the log).
 func (s *session) publish(ev model.Event, notice string, now time.Time) {
+	s.count(ev)
+	if s.lab.Seq() == 1 {
+		// A session begins with its first event, as the store dates it,
+		// so that a restart agrees on the time on the current step.
+		s.clock.began = now
+	}
+	s.clock.steps(s.lab.Exercise(), s.lab.Seq(), now)
 	frame, v := s.enc.frame(s.lab)
+	s.clock.receipts(v.Receipts)
+	prog := s.clock.progress(v)
 	entry := newTimelineEntry(ev, s.lab, notice, now)
 	s.mu.Lock()
 	s.frame = frame
 	s.lastActive = now
-	s.row = newRow(s.id, v, now)
+	if ev.By == model.Student {
+		s.lastOwn = now
+	}
+	s.row = newRow(s.id, v, s.lastOwn)
+	s.row.progress = prog
 	s.row.Tabs = len(s.conns)
 	s.timeline.add(entry)
 	for c := range s.conns {
@@ -313,6 +400,24 @@ func (s *session) publish(ev model.Event, notice string, now time.Time) {
 	s.changed()
 }
 
+// count adds ev to the run and rename counts (eventCaps). Called by the
+// drainer, and by restoreSession for the stored events.
+func (s *session) count(ev model.Event) {
+	switch ev.Kind {
+	case model.RunStarted:
+		s.runs++
+	case model.Renamed:
+		s.renames++
+	}
+}
+
+// idle reports whether no change waits or is being applied.
+func (s *session) idle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.draining && len(s.inbox) == 0
+}
+
 // refuse sends err to whoever sent p: an error frame to its connection, the
 // error to its waiter.
 func (s *session) refuse(p pending, err error) {
@@ -320,7 +425,7 @@ func (s *session) refuse(p pending, err error) {
 		p.from.sendError(err)
 	}
 	if p.done != nil {
-		p.done <- err
+		p.done <- outcome{err: err}
 	}
 }
 
@@ -331,11 +436,15 @@ func (s *session) snapshot() []byte {
 	return s.frame
 }
 
-// overviewRow returns the session's row of the class overview.
+// overviewRow returns the session's row of the class overview, with its
+// stuck flag as of now.
 func (s *session) overviewRow() sessionRow {
+	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.row
+	r := s.row
+	r.Stuck = r.stuckAt(now, s.stuckAfter)
+	return r
 }
 
 // recentTimeline returns the session's last maxTimeline changes, oldest

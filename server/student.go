@@ -45,8 +45,12 @@ func (s *Server) studentPage(c echo.Context) error {
 }
 
 // studentSocket upgrades to the student WebSocket. A canonical UUID that
-// names no session yet creates it, so a bookmarked lab URL always works.
-// Every refusal comes before the upgrade, as an HTTP error.
+// names no session yet makes it in memory; its first change stores it (see
+// Server.reserve), so requests that change nothing leave nothing behind.
+// What is not a handshake of an allowed origin, a server shutting down and
+// an address with too many connections open are refused before the upgrade,
+// as HTTP errors; the other refusals (the caps) accept the upgrade and close
+// it with 1013 and a reason the page shows (refusalClose).
 func (s *Server) studentSocket(c echo.Context) error {
 	id, err := sessionID(c)
 	if err != nil {
@@ -55,28 +59,49 @@ func (s *Server) studentSocket(c echo.Context) error {
 	if err := s.checkUpgrade(c.Request()); err != nil {
 		return err
 	}
-	if err := s.Ready(c.Request().Context()); errors.Is(err, errShuttingDown) {
+	if s.isClosing() {
 		// Refused before the upgrade, so a reconnecting page simply retries.
 		s.metrics.connectRefused.WithLabelValues("shutting_down").Inc()
 		c.Response().Header().Set("Retry-After", "1")
 		return requestErrorf(http.StatusServiceUnavailable, "the lab server is shutting down; try again in a moment")
 	}
-	if _, held := s.find(id); !held {
-		// Another replica may have made it: read it from the store first.
-		s.discover(c.Request().Context(), id)
+	addr := c.RealIP()
+	if !s.addrs.enter(addr, s.cfg.MaxAddrConns) {
+		s.metrics.connectRefused.WithLabelValues("address").Inc()
+		c.Response().Header().Set("Retry-After", "10")
+		return requestErrorf(http.StatusTooManyRequests, "%v (%d open, the most the lab takes from one address)", errAddrFull, s.cfg.MaxAddrConns)
 	}
-	sess, err := s.admit(id)
-	if err != nil {
-		s.metrics.connectRefused.WithLabelValues("full").Inc()
-		c.Response().Header().Set("Retry-After", "5")
-		return requestErrorf(http.StatusServiceUnavailable, "%s", err.Error())
-	}
-	defer s.release(sess)
+	defer s.addrs.leave(addr)
+	refused := s.addrs.allowNew(addr)
 	ws, err := websocket.Accept(c.Response(), c.Request(), &websocket.AcceptOptions{OriginPatterns: s.cfg.Origins})
 	if err != nil {
 		return nil // Accept has written the response
 	}
-	s.serveStudent(ws, sess, c.RealIP())
+	if !s.hold(ws) {
+		return nil // closing: hold closed it the way the others were
+	}
+	defer s.handlers.Done()
+	var sess *session
+	if refused == nil {
+		if _, held := s.find(id); !held {
+			// Another replica may have made it: read it from the store.
+			s.discover(c.Request().Context(), id)
+		}
+		sess, refused = s.admit(id)
+	}
+	if refused != nil {
+		label := "full"
+		if errors.Is(refused, errAddrFull) {
+			label = "address"
+		}
+		s.metrics.connectRefused.WithLabelValues(label).Inc()
+		why := refusalClose(refused)
+		s.log.Info("websocket refused", "session", id, "remote", addr, "code", int(why.code), "err", refused)
+		why.closeConn(ws)
+		return nil
+	}
+	defer s.release(sess)
+	s.serveStudent(ws, sess, addr)
 	return nil
 }
 
@@ -85,6 +110,7 @@ func (s *Server) serveStudent(ws *websocket.Conn, sess *session, remote string) 
 	ws.SetReadLimit(s.cfg.MaxFrameBytes)
 	log := s.log.With("session", sess.id, "role", model.Student.String(), "remote", remote)
 	c := s.newConn(ws, model.Student, log)
+	c.remote = remote
 	if !s.attach(c) {
 		return
 	}
@@ -100,5 +126,5 @@ func (s *Server) serveStudent(ws *websocket.Conn, sess *session, remote string) 
 	ws.CloseNow()
 	s.detach(c)
 	gauge.Dec()
-	log.Info("websocket closed", "code", int(websocket.CloseStatus(err)), "duration", time.Since(opened).Round(time.Millisecond))
+	log.Info("websocket closed", "code", c.closeCode(err), "duration", time.Since(opened).Round(time.Millisecond))
 }

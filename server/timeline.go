@@ -20,12 +20,23 @@ type timelineEntry struct {
 	MessageKind string    `json:"messageKind,omitempty"` // reply or deadline, for queued and injected events
 	Message     int       `json:"message"`               // the held message concerned, 0 for none
 	Label       string    `json:"label"`                 // its label (cut to maxLabelBytes), or the new name
-	Notice      string    `json:"notice"`                // the session's notice after the change
+	Notice      string    `json:"notice"`                // a delivery's notice; "" for other changes
+	Number      string    `json:"number,omitempty"`      // the message's number as the student sees it: "2", "I1"
+	// Predicted is what the student expected of a delivery, and Right
+	// whether the notice bore it out; both absent without a prediction.
+	Predicted string `json:"predicted,omitempty"`
+	Right     *bool  `json:"right,omitempty"`
 }
 
-// newTimelineEntry describes ev, which has just left l with notice.
+// newTimelineEntry describes ev, which has just left l with notice. Only a
+// delivery says its notice: the session's notice is unchanged by queueing or
+// renaming, and repeating the last delivery's notice on a queued row read as
+// if queueing had failed.
 func newTimelineEntry(ev model.Event, l *model.Lab, notice string, at time.Time) timelineEntry {
-	e := timelineEntry{Seq: l.Seq(), Time: at, Actor: ev.By.String(), Kind: ev.KindName(), Notice: notice}
+	e := timelineEntry{Seq: l.Seq(), Time: at, Actor: ev.By.String(), Kind: ev.KindName()}
+	if ev.Kind == model.MessageDelivered || ev.Kind == model.MessageInjected && ev.Deliver {
+		e.Notice = notice
+	}
 	switch ev.Kind {
 	case model.MessageQueued, model.MessageInjected:
 		e.MessageKind = ev.Message.Kind.String()
@@ -33,7 +44,11 @@ func newTimelineEntry(ev model.Event, l *model.Lab, notice string, at time.Time)
 		e.Label = ev.Name
 	}
 	if m, ok := l.Message(ev.Message.ID); ok {
-		e.Message, e.Label = m.ID, cut(m.Label(), maxLabelBytes)
+		e.Message, e.Label, e.Number = m.ID, cut(m.Label(), maxLabelBytes), m.Number
+	}
+	if ev.Kind == model.MessageDelivered && ev.Prediction != model.NoPrediction {
+		right := model.ClassifyNotice(notice) == ev.Prediction // as model.Receipt.Right
+		e.Predicted, e.Right = ev.Prediction.String(), &right
 	}
 	return e
 }

@@ -8,6 +8,10 @@
 // burst of frames is drawn once per animation frame. All server text goes
 // through textContent, never HTML. The helpers both pages use are in dom.js.
 //
+// The table's order holds still while the teacher works in it (pointer or
+// focus inside): rows are re-sorted only when they leave it, or when they
+// click a heading. The default order is by name, which activity never changes.
+//
 // When the login has ended (a 401), the console stops for good: it closes its
 // socket, cancels its timers and sends nothing more, then goes to the login
 // form.
@@ -26,6 +30,7 @@ import {
   str,
   syncList,
 } from "./dom.js";
+import { initProgress, renderProgress, stopProgress } from "./progress.js";
 
 // MAX_TIMELINE is how many timeline entries the console keeps: as many as the
 // server keeps per session (maxTimeline in server/instructor.go), so a long
@@ -54,6 +59,9 @@ const ui = {
   deadlineRun: byId("deadline-run"),
   deadlineCall: byId("deadline-call"),
   inject: byId("inject"),
+  injectionHelp: byId("injection-help"),
+  table: byId("overview"),
+  watchedExport: byId("watched-export"),
   summary: byId("inject-summary"),
   results: byId("inject-results"),
   watchedName: byId("watched-name"),
@@ -80,7 +88,12 @@ const state = {
   retry: new Reconnect(connect),
   rows: new Map(), // id -> row of the last overview
   selected: new Set(),
-  sort: { key: "lastActivity", dir: -1 },
+  sort: { key: "name", dir: 1 },
+  // The teacher is working in the table (pointer over it or focus in it):
+  // existing rows keep their order.
+  pointerIn: false,
+  focusIn: false,
+  resort: false, // the next draw sorts even while working (a heading click)
   watching: "",
   lastTimelineSeq: -1,
   drawFrame: 0, // the pending requestAnimationFrame, 0 if none
@@ -88,7 +101,9 @@ const state = {
 };
 
 // The overview table, keyed by session id; each row is
-// { el, check, watch, cells, seq, tabs, name }.
+// { el, check, watch, cells, seq, tabs, name }; order is the ids as last
+// drawn.
+let drawnOrder = [];
 const overviewRows = new KeyedList(ui.body, { make: makeRow, update: updateRow });
 
 const shortId = (id) => id.slice(0, 8);
@@ -145,6 +160,7 @@ function stop() {
   state.retry.cancel();
   cancelAnimationFrame(state.drawFrame);
   state.drawFrame = 0;
+  stopProgress();
   const ws = state.socket;
   state.socket = null;
   ws?.close(1000, "logged out");
@@ -169,6 +185,7 @@ function receive(data) {
     case "overview":
       state.rows = new Map(list(frame.sessions).map((r) => [str(r.id), r]));
       scheduleDraw();
+      renderProgress(frame);
       break;
     case "state":
       if (frame.session === state.watching) renderWatched(frame);
@@ -223,9 +240,20 @@ function compare(a, b) {
   return a.id < b.id ? -1 : 1;
 }
 
+// working says the teacher is in the table, where rows must not move.
+const working = () => state.pointerIn || state.focusIn;
+
 function drawOverview() {
   const needle = ui.filter.value.trim().toLowerCase();
-  const shown = [...state.rows.values()].filter((r) => matches(r, needle)).sort(compare);
+  let shown = [...state.rows.values()].filter((r) => matches(r, needle)).sort(compare);
+  if (working() && !state.resort) {
+    // Rows already shown keep their places; new ones join at the end.
+    const place = new Map(drawnOrder.map((id, i) => [id, i]));
+    const known = shown.filter((r) => place.has(r.id)).sort((a, b) => place.get(a.id) - place.get(b.id));
+    shown = [...known, ...shown.filter((r) => !place.has(r.id))];
+  }
+  state.resort = false;
+  drawnOrder = shown.map((r) => r.id);
   for (const id of state.selected) if (!state.rows.has(id)) state.selected.delete(id);
   overviewRows.render(shown, (row) => row.id);
   ui.empty.hidden = state.rows.size > 0;
@@ -250,7 +278,7 @@ function makeRow(id) {
   nameCell.append(watch);
   const cells = {};
   tr.append(first, nameCell);
-  for (const key of ["tabs", "runId", "status", "held", "receipts", "lastActivity"]) {
+  for (const key of ["tabs", "runId", "status", "waiting", "receipts", "lastActivity"]) {
     cells[key] = document.createElement("td");
     cells[key].className = key;
     tr.append(cells[key]);
@@ -272,7 +300,8 @@ function updateRow(dom, row) {
   setText(dom.cells.runId, str(row.runId));
   setText(dom.cells.status, str(row.status));
   setData(dom.cells.status, "status", str(row.status));
-  setText(dom.cells.held, String(num(row.held)));
+  setText(dom.cells.waiting, String(num(row.waiting)));
+  dom.cells.waiting.title = `${num(row.waiting)} never delivered, of ${num(row.held)} held`;
   setText(dom.cells.receipts, String(num(row.receipts)));
   setText(dom.cells.lastActivity, localTime(row.lastActivity));
 }
@@ -305,10 +334,13 @@ function restoreView() {
   if (id) watch(id);
 }
 
+// showSort marks the sorted column on its header cell (aria-sort belongs to
+// the columnheader, not to the button in it).
 function showSort(button) {
   for (const b of document.querySelectorAll("th button[data-sort]")) {
-    if (b === button) b.setAttribute("aria-sort", state.sort.dir > 0 ? "ascending" : "descending");
-    else b.removeAttribute("aria-sort");
+    const th = b.closest("th");
+    if (b === button) th.setAttribute("aria-sort", state.sort.dir > 0 ? "ascending" : "descending");
+    else th.removeAttribute("aria-sort");
   }
 }
 
@@ -318,8 +350,25 @@ document.querySelector("#overview thead").addEventListener("click", (e) => {
   const key = button.dataset.sort;
   state.sort = { key, dir: state.sort.key === key ? -state.sort.dir : 1 };
   showSort(button);
+  state.resort = true;
   scheduleDraw();
   saveView();
+});
+
+ui.table.addEventListener("pointerenter", () => {
+  state.pointerIn = true;
+});
+ui.table.addEventListener("pointerleave", () => {
+  state.pointerIn = false;
+  scheduleDraw();
+});
+ui.table.addEventListener("focusin", () => {
+  state.focusIn = true;
+});
+ui.table.addEventListener("focusout", (e) => {
+  if (ui.table.contains(e.relatedTarget)) return;
+  state.focusIn = false;
+  scheduleDraw();
 });
 
 ui.body.addEventListener("change", (e) => {
@@ -356,7 +405,10 @@ function watch(id) {
   ui.watchedNone.hidden = true;
   ui.watched.hidden = false;
   setText(ui.watchedId, id);
-  ui.watchedLink.href = `/lab/${encodeURIComponent(id)}`;
+  // The student's page in another tab, read only (?observe): it follows the
+  // session through this login and never acts as the student.
+  ui.watchedLink.href = `/lab/${encodeURIComponent(id)}?observe`;
+  ui.watchedExport.href = `/api/sessions/${encodeURIComponent(id)}/export`;
   send({ type: "watch", session: id });
   scheduleDraw();
   saveView();
@@ -372,11 +424,12 @@ function renderWatched(s) {
   setText(ui.detail, str(call.detail));
   setText(ui.notice, str(s.notice));
   syncList(ui.queue, list(s.queue), (li, m) => {
-    setText(li, `Message ${num(m.id)}: ${str(m.label)}${m.from === "instructor" ? " (from instructor)" : ""}`);
+    setText(li, `Message ${str(m.number) || num(m.id)}: ${str(m.label)}${m.from === "instructor" ? " (from instructor)" : ""}`);
     li.classList.toggle("from-instructor", m.from === "instructor");
   });
   syncList(ui.receipts, list(s.receipts), (li, r) => {
-    setText(li, `Delivered message ${num(r.message)}: ${str(r.notice)}${r.by === "instructor" ? " (by instructor)" : ""}`);
+    const predicted = r.predicted ? ` (predicted ${str(r.predicted)}: ${r.right ? "right" : "wrong"})` : "";
+    setText(li, `Delivered message ${str(r.number) || num(r.message)}: ${str(r.notice)}${r.by === "instructor" ? " (by instructor)" : ""}${predicted}`);
     li.classList.toggle("by-instructor", r.by === "instructor");
   });
 }
@@ -393,14 +446,15 @@ function renderTimeline(frame) {
   }
   const rows = entries.map((e) => {
     const tr = document.createElement("tr");
-    const message = num(e.message) > 0 ? `${num(e.message)}: ${str(e.label)}` : str(e.label);
+    const message = num(e.message) > 0 ? `${str(e.number) || num(e.message)}: ${str(e.label)}` : str(e.label);
+    const predicted = e.predicted ? ` (predicted ${str(e.predicted)}: ${e.right ? "right" : "wrong"})` : "";
     for (const [text, cls] of [
       [String(num(e.seq)), ""],
       [localTime(e.time), ""],
       [str(e.actor), e.actor === "instructor" ? "by-instructor" : ""],
       [str(e.kind), ""],
       [message, "wrap"],
-      [str(e.notice), "wrap"],
+      [str(e.notice) + predicted, "wrap"],
     ]) {
       const td = document.createElement("td");
       td.textContent = text;
@@ -418,9 +472,28 @@ function renderTimeline(frame) {
 
 // ---- injection ------------------------------------------------------------
 
+// What each preset injects, built from each session's own history (the
+// table in docs/instructor.md); run-n is the session's current run.
+const PRESET_HELP = {
+  staleReply:
+    "A completion for an older run: the student's own held one if there is one, else one for run-(n-1). Not applied to a session still at run-1: it has no older run.",
+  duplicateFinal: "The exact reply that recorded the current run's final outcome. Not applied before one.",
+  contradictoryFinal: "The opposite final reply for the current run. Not applied before a final outcome.",
+  wrongCallId: "A completion for the current run with callId “search”.",
+  malformedJson: "The current default reply with its closing brace cut off: not JSON.",
+  wrongShape: "A completion for the current run whose output is a number.",
+  markupOutput: "A completion for the current run whose output is HTML markup (shown as text).",
+  emptyOutput: "A completion for the current run with an empty output.",
+  deadline: "A deadline for the current run.",
+  staleDeadline: "A deadline for run-(n-1). Not applied to a session still at run-1.",
+  raw: "Your text, sent as is.",
+  customDeadline: "A deadline for the runId and callId you give.",
+};
+
 function showInjectionFields() {
   ui.rawBox.hidden = ui.injection.value !== "raw";
   ui.deadlineBox.hidden = ui.injection.value !== "customDeadline";
+  setText(ui.injectionHelp, PRESET_HELP[ui.injection.value] ?? "");
 }
 ui.injection.addEventListener("change", showInjectionFields);
 
@@ -479,12 +552,20 @@ ui.inject.addEventListener("click", async () => {
     setText(ui.summary, str(out?.error) || `The server refused the injection (${resp.status}).`);
     return;
   }
-  setText(ui.summary, `Applied in ${num(out.applied)} of ${results.length} sessions.`);
+  // A message delivered at once says what it did in each session; the
+  // summary adds the class distribution ("2 unresolved, 1 ignored").
+  const outcomes = Object.entries(out?.outcomes ?? {})
+    .filter(([, n]) => num(n) > 0)
+    .sort((a, b) => num(b[1]) - num(a[1]))
+    .map(([word, n]) => `${num(n)} ${word}`);
+  const distribution = outcomes.length > 0 ? ` Outcomes: ${outcomes.join(", ")}.` : "";
+  setText(ui.summary, `Applied in ${num(out.applied)} of ${results.length} sessions.${distribution}`);
   for (const r of results) {
     const li = document.createElement("li");
     const row = state.rows.get(str(r.session));
     const who = row ? label(row) : shortId(str(r.session));
-    li.textContent = r.applied ? `${who}: applied` : `${who}: not applied: ${str(r.error)}`;
+    const did = str(r.notice) ? `: ${str(r.notice)}` : "";
+    li.textContent = r.applied ? `${who}: applied${did}` : `${who}: not applied: ${str(r.error)}`;
     if (!r.applied) li.className = "refused";
     ui.results.append(li);
   }
@@ -536,4 +617,5 @@ ui.deleteIdle.addEventListener("click", () =>
 
 showInjectionFields();
 restoreView();
+initProgress();
 connect();

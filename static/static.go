@@ -9,7 +9,8 @@ import "embed"
 // instructor.html and instructor-login.html under /instructor, projector.html
 // for a class, join.html the template of /join and /j/{code}), and the
 // stylesheets and scripts they load from /static/<name>; dom.js is the module
-// of helpers the scripts share.
+// of helpers the scripts share, exercise.js the student's exercise panel and
+// progress.js the console's progress board.
 //
-//go:embed lab.html lab.css lab.js dom.js instructor.html instructor-login.html instructor.css instructor.js instructor-login.js join.html join.css projector.html projector.css projector.js classes.js classtitle.js
+//go:embed lab.html lab.css lab.js dom.js exercise.js exercise.css progress.js instructor.html instructor-login.html instructor.css instructor.js instructor-login.js join.html join.css projector.html projector.css projector.js classes.js classtitle.js
 var Files embed.FS

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/toolcall-lab/lab/model"
 )
@@ -32,6 +33,7 @@ type jsonLine struct {
 	Label       string `json:"label,omitempty"`
 	Run         string `json:"run"`
 	Notice      string `json:"notice"`
+	Prediction  string `json:"prediction,omitempty"` // a delivery's prediction, if one was made
 }
 
 // WriteJSONLines writes the records, one JSON object per line.
@@ -50,6 +52,8 @@ func WriteJSONLines(w io.Writer, recs []Record) error {
 			l.MessageKind, l.From, l.Label = m.Kind.String(), m.From.String(), m.Label()
 		case model.Renamed:
 			l.Label = r.Event.Name
+		case model.MessageDelivered:
+			l.Prediction = r.Event.Prediction.String()
 		}
 		if err := enc.Encode(l); err != nil {
 			return fmt.Errorf("writing session %s seq %d: %w", r.Session, r.Seq, err)
@@ -80,11 +84,25 @@ func (c *CSV) Write(s Session, recs []Record) error {
 		}
 		row := []string{s.ID, s.Name, strconv.FormatUint(r.Seq, 10), r.Time.UTC().Format(TimeFormat),
 			r.Event.By.String(), Kind(r.Event), msg, r.Run, r.Notice}
+		for i := range row {
+			row[i] = CSVCell(row[i])
+		}
 		if err := c.w.Write(row); err != nil {
 			return fmt.Errorf("writing session %s seq %d: %w", s.ID, r.Seq, err)
 		}
 	}
 	return nil
+}
+
+// CSVCell defuses a cell a spreadsheet would read as a formula: one that
+// begins with =, +, -, @, a tab or a carriage return gets a leading '
+// (OWASP, CSV Injection). Every cell goes through it: names are the
+// students', and the other columns cost nothing to check.
+func CSVCell(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
 }
 
 // Flush writes what is buffered and reports the first write error.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver; pure Go, no cgo
@@ -64,6 +65,12 @@ var migrations = [][]string{
 			notice       TEXT NOT NULL DEFAULT ''
 		)`,
 	},
+	// 4: a delivery's prediction (model.Prediction's word, '' for none), so
+	// that a restart keeps every prediction. Older rows had none.
+	4: {
+		`ALTER TABLE events ADD COLUMN prediction TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE recent ADD COLUMN prediction TEXT NOT NULL DEFAULT ''`,
+	},
 }
 
 // SchemaVersion is the schema this build writes.
@@ -88,6 +95,13 @@ type Options struct {
 	// every is the mover's and checkpointer's period; default 1 s. Tests
 	// set it long, so that rows stay in recent.
 	every time.Duration
+
+	// WALLimit bounds the write-ahead log in bytes. Under continuous
+	// writes a passive checkpoint never gets to the log's end, so the log
+	// never restarts and grows without end; past WALLimit the writer runs
+	// a TRUNCATE checkpoint between two commits, which empties the log.
+	// The log then stays within WALLimit plus one commit. Default 64 MiB.
+	WALLimit int64
 }
 
 // SQLite is the durable store: one SQLite file in WAL mode.
@@ -138,6 +152,16 @@ type SQLite struct {
 	done      chan struct{} // closed by the writer when it has exited
 	cpDone    chan struct{} // closed by the checkpointer when it has exited
 	closeOnce sync.Once
+	walLimit  int64
+
+	// ready caches the write probe (Ready), so that a flood of /readyz
+	// costs one write a second at most; mu guards it.
+	mu       sync.Mutex
+	probedAt time.Time
+	probeErr error
+	// failed is set by an append that failed: the next Ready probes again
+	// rather than trust its last probe.
+	failed atomic.Bool
 }
 
 // request is one unit of write work: op, then (for an append) the row to
@@ -165,6 +189,9 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 	if opt.BusyTimeout <= 0 {
 		opt.BusyTimeout = 2 * time.Second
 	}
+	if opt.WALLimit <= 0 {
+		opt.WALLimit = 64 << 20
+	}
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return nil, fmt.Errorf("creating the data directory %s: %w", dir, err)
@@ -179,7 +206,9 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 	q := url.Values{}
 	// wal_autocheckpoint(0): checkpoints (which fsync the database) run in
 	// the checkpointer goroutine, not inside some student's commit.
-	for _, p := range []string{"journal_mode(WAL)", synchronous, "wal_autocheckpoint(0)", fmt.Sprintf("busy_timeout(%d)", opt.BusyTimeout.Milliseconds())} {
+	// journal_size_limit: a log that restarts is cut back to WALLimit.
+	for _, p := range []string{"journal_mode(WAL)", synchronous, "wal_autocheckpoint(0)", fmt.Sprintf("busy_timeout(%d)", opt.BusyTimeout.Milliseconds()),
+		fmt.Sprintf("journal_size_limit(%d)", opt.WALLimit)} {
 		q.Add("_pragma", p)
 	}
 	q.Set("_txlock", "immediate") // take the write lock at BEGIN, where busy_timeout applies
@@ -193,7 +222,7 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 		return nil, fmt.Errorf("opening the lab's data file %s: %w", path, err)
 	}
 	s := &SQLite{
-		path: path, db: db, maxBatch: opt.MaxBatch, every: opt.every,
+		path: path, db: db, maxBatch: opt.MaxBatch, every: opt.every, walLimit: opt.WALLimit,
 		reqs: make(chan request), quit: make(chan struct{}), done: make(chan struct{}), cpDone: make(chan struct{}),
 		seqs: make(map[string]uint64), txSeqs: make(map[string]uint64),
 	}
@@ -287,7 +316,18 @@ func (s *SQLite) writer() {
 			}
 		}
 		s.commit(batch)
+		if s.walSize() > s.walLimit { // a stat: about a microsecond, next to a commit
+			s.truncateLog()
+		}
 	}
+}
+
+// truncateLog copies the whole log into the database and empties it
+// (TRUNCATE checkpoint). The writer runs it between two commits: run
+// beside a writer that never pauses, it would wait for the write lock
+// forever. The commits waiting meanwhile wait for it once.
+func (s *SQLite) truncateLog() {
+	s.db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
 }
 
 // commit runs the batch in one transaction. If it fails, each request is
@@ -365,7 +405,7 @@ func (s *SQLite) insertRows() error {
 		s.args = s.args[:0]
 		for _, w := range rows[:n] {
 			s.args = append(s.args, w.session, w.seq, w.timeMs, w.actor, w.kind, w.message,
-				w.msgKind, w.msgFrom, w.raw, w.keyRun, w.keyCall, w.run, w.notice)
+				w.msgKind, w.msgFrom, w.raw, w.keyRun, w.keyCall, w.run, w.notice, w.prediction)
 		}
 		_, err := stmt.Exec(s.args...)
 		clear(s.args) // drop references to the rows' text
@@ -398,10 +438,10 @@ func (s *SQLite) send(ctx context.Context, r request) error {
 }
 
 // eventCols are the columns events and recent share.
-const eventCols = `session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice`
+const eventCols = `session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice, prediction`
 
 const (
-	insertEventValues = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertEventValues = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	insertEventSQL    = `INSERT INTO recent (` + eventCols + `) VALUES ` + insertEventValues
 	// A session with no row in recent has all of them in events.
 	lastSeqSQL = `SELECT COALESCE(MAX(seq), 0) FROM events WHERE session = ?`
@@ -452,8 +492,10 @@ func (s *SQLite) move() error {
 
 // checkpointer moves recent appends into events and copies the write-ahead
 // log into the database once a second, beside the writer (a PASSIVE
-// checkpoint never blocks it), so that commits never wait for a checkpoint
-// and the log stays small. It stops with Close.
+// checkpoint never blocks it), so that commits never wait for a checkpoint.
+// Under continuous writes a passive checkpoint never reaches the log's end,
+// so the log never restarts: the writer empties it itself past walLimit
+// (truncateLog). It stops with Close.
 func (s *SQLite) checkpointer() {
 	defer close(s.cpDone)
 	tick := time.NewTicker(s.every)
@@ -469,6 +511,15 @@ func (s *SQLite) checkpointer() {
 			s.checkpoint()
 		}
 	}
+}
+
+// walSize is the size of the write-ahead log file, 0 if there is none.
+func (s *SQLite) walSize() int64 {
+	fi, err := os.Stat(s.path + "-wal")
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
 }
 
 // checkpoint runs one PASSIVE checkpoint. A failure is not an error of
@@ -515,6 +566,7 @@ func (s *SQLite) Append(ctx context.Context, r Record) error {
 		return nil
 	}})
 	if err != nil {
+		s.failed.Store(true)
 		return fmt.Errorf("appending session %s seq %d to %s: %w", r.Session, r.Seq, s.path, err)
 	}
 	return nil
@@ -543,17 +595,36 @@ func (s *SQLite) Delete(ctx context.Context, ids []string) error {
 	return nil
 }
 
-// Ready commits a write that changes nothing: it fails when the file is
-// read-only, locked by another process, or the disk is full.
+// probeEvery is how long Ready trusts its last write probe.
+const probeEvery = time.Second
+
+// Ready reports whether the store takes writes now: a write probe commits.
+// The probe really writes: it negates the schema version and negates it
+// back in one transaction, so the page is written (SQLite skips writing a
+// row set to what it holds, which is why a no-op UPDATE proved nothing). It
+// fails when the file is read-only, locked by another process, or the disk
+// is full. Probes run once a second at most, and at once after an append
+// failed; in between the last one's result stands. mu also makes
+// concurrent callers share one probe rather than each write.
 func (s *SQLite) Ready(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.failed.Swap(false) && !s.probedAt.IsZero() && time.Since(s.probedAt) < probeEvery {
+		return s.probeErr
+	}
 	err := s.write(ctx, func(c *sql.Conn) error {
-		_, err := c.ExecContext(context.Background(), `UPDATE schema_version SET version = version`)
-		return err
+		for range 2 {
+			if _, err := c.ExecContext(context.Background(), `UPDATE schema_version SET version = -version`); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("writing to %s: %w", s.path, err)
+		err = fmt.Errorf("writing to %s: %w", s.path, err)
 	}
-	return nil
+	s.probedAt, s.probeErr = time.Now(), err
+	return err
 }
 
 // Sessions lists the stored sessions, oldest first.
@@ -608,7 +679,7 @@ func (s *SQLite) EventsAfter(ctx context.Context, id string, after uint64) ([]Re
 	var out []Record
 	for rows.Next() {
 		var w row
-		if err := rows.Scan(&w.session, &w.seq, &w.timeMs, &w.actor, &w.kind, &w.message, &w.msgKind, &w.msgFrom, &w.raw, &w.keyRun, &w.keyCall, &w.run, &w.notice); err != nil {
+		if err := rows.Scan(&w.session, &w.seq, &w.timeMs, &w.actor, &w.kind, &w.message, &w.msgKind, &w.msgFrom, &w.raw, &w.keyRun, &w.keyCall, &w.run, &w.notice, &w.prediction); err != nil {
 			return nil, fmt.Errorf("reading session %s from %s: %w", id, s.path, err)
 		}
 		r, err := decode(w)

@@ -60,6 +60,7 @@ type row struct {
 	raw              []byte // a queued reply's text, exactly as captured
 	keyRun, keyCall  string // a queued deadline's captured identity
 	run, notice      string
+	prediction       string // a delivery's model.Prediction word, "" for none
 }
 
 func encode(r Record) (row, error) {
@@ -70,7 +71,12 @@ func encode(r Record) (row, error) {
 		raw: []byte{}, // a NOT NULL column: nil would bind as NULL
 	}
 	switch r.Event.Kind {
-	case model.RunStarted, model.MessageDelivered:
+	case model.RunStarted:
+	case model.MessageDelivered:
+		w.prediction = r.Event.Prediction.String()
+		if _, ok := model.ParsePrediction(w.prediction); !ok {
+			return row{}, fmt.Errorf("encoding a delivery: unknown prediction %d", r.Event.Prediction)
+		}
 	case model.Renamed:
 		w.raw = append(w.raw, r.Event.Name...)
 	case model.MessageQueued, model.MessageInjected:
@@ -105,7 +111,13 @@ func decode(w row) (Record, error) {
 	}
 	r.Event.Kind, r.Event.Deliver = kind, deliver
 	switch kind {
-	case model.RunStarted, model.MessageDelivered:
+	case model.RunStarted:
+	case model.MessageDelivered:
+		p, ok := model.ParsePrediction(w.prediction)
+		if !ok {
+			return Record{}, fmt.Errorf("session %s seq %d: unknown prediction %q", w.session, w.seq, w.prediction)
+		}
+		r.Event.Prediction = p
 	case model.Renamed:
 		r.Event.Name = string(w.raw)
 	case model.MessageQueued, model.MessageInjected:

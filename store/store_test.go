@@ -30,6 +30,7 @@ func sample(session string) []Record {
 		{Kind: model.MessageQueued, By: model.Student, Message: model.Message{ID: 1, Kind: model.ReplyMessage, From: model.Student, Raw: "{\"a\":\"\x00 é \U0001F600\"}\n"}},
 		{Kind: model.MessageQueued, By: model.Instructor, Message: model.Message{ID: 2, Kind: model.DeadlineMessage, From: model.Instructor, Key: model.Key{RunID: "run-1", CallID: "lookup"}}},
 		{Kind: model.MessageDelivered, By: model.Student, Message: model.Message{ID: 2}},
+		{Kind: model.MessageDelivered, By: model.Student, Message: model.Message{ID: 1}, Prediction: model.PredictIgnored},
 		{Kind: model.RunStarted, By: model.Instructor},
 		{Kind: model.MessageQueued, By: model.Student, Message: model.Message{ID: 3, Kind: model.ReplyMessage, From: model.Student, Raw: ""}},
 		{Kind: model.Renamed, By: model.Student, Name: "Ada \u2713"},
@@ -165,6 +166,57 @@ func TestSQLiteReopens(t *testing.T) {
 	}
 }
 
+// TestSQLiteMigratesVersion1Predictions opens a file written by a release of schema
+// version 1 (no prediction column): its events read back with no
+// prediction, and new deliveries keep theirs.
+func TestSQLiteMigratesVersion1Predictions(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "v1.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := append([]string{`CREATE TABLE schema_version (version INTEGER NOT NULL)`, `INSERT INTO schema_version (version) VALUES (1)`}, migrations[1]...)
+	stmts = append(stmts,
+		`INSERT INTO sessions (id, created) VALUES ('a', 0)`,
+		`INSERT INTO events (session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice)
+			VALUES ('a', 1, 0, 'student', 'queued', 1, 'deadline', 'student', x'', 'run-1', 'lookup', 'run-1', 'Ready.')`,
+		`INSERT INTO events (session, seq, time, actor, kind, message, run, notice)
+			VALUES ('a', 2, 1, 'student', 'delivered', 1, 'run-1', 'Unresolved: deadline observed without a final reply.')`)
+	for _, q := range stmts {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+
+	s, err := OpenSQLite(path, Options{})
+	if err != nil {
+		t.Fatalf("opening a version 1 file: %v", err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	recs, err := s.Events(ctx, "a")
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("events after migrating: %v %+v", err, recs)
+	}
+	if p := recs[1].Event.Prediction; recs[1].Event.Kind != model.MessageDelivered || p != model.NoPrediction {
+		t.Fatalf("an old delivery reads back as %+v", recs[1].Event)
+	}
+	next := Record{Session: "a", Seq: 3, Time: t0, Run: "run-1", Notice: "Still unresolved: no final reply.",
+		Event: model.Event{Kind: model.MessageDelivered, By: model.Student, Message: model.Message{ID: 1}, Prediction: model.PredictUnresolved}}
+	if err := s.Append(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	if recs, err = s.Events(ctx, "a"); err != nil || len(recs) != 3 || recs[2].Event.Prediction != model.PredictUnresolved {
+		t.Fatalf("a new prediction after migrating: %v %+v", err, recs)
+	}
+	var v int
+	if err := s.db.QueryRow(`SELECT version FROM schema_version`).Scan(&v); err != nil || v != SchemaVersion() {
+		t.Fatalf("schema version %d (%v), want %d", v, err, SchemaVersion())
+	}
+}
+
 func TestSQLiteRefusesBadFiles(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -228,9 +280,7 @@ func TestSQLiteLockedRecovers(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, `ROLLBACK`); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Ready(ctx); err != nil {
-		t.Fatalf("Ready after unlock: %v", err)
-	}
+	waitReady(t, s, true) // Ready trusts its last probe for up to a second
 	if err := s.Append(ctx, recs[1]); err != nil {
 		t.Fatalf("append after unlock: %v", err)
 	}
@@ -241,13 +291,14 @@ func TestSQLiteLockedRecovers(t *testing.T) {
 
 func TestExports(t *testing.T) {
 	t.Parallel()
-	recs := sample("a")[2:4]
+	recs := sample("a")[2:5]
 	var jl bytes.Buffer
 	if err := WriteJSONLines(&jl, recs); err != nil {
 		t.Fatal(err)
 	}
 	wantJL := `{"session":"a","seq":3,"time":"2026-03-01T09:00:02.000Z","actor":"student","kind":"delivered","message":2,"run":"run-1","notice":"notice 2"}
-{"session":"a","seq":4,"time":"2026-03-01T09:00:03.000Z","actor":"instructor","kind":"started","message":0,"run":"run-1","notice":"notice 3"}
+{"session":"a","seq":4,"time":"2026-03-01T09:00:03.000Z","actor":"student","kind":"delivered","message":1,"run":"run-1","notice":"notice 3","prediction":"ignored"}
+{"session":"a","seq":5,"time":"2026-03-01T09:00:04.000Z","actor":"instructor","kind":"started","message":0,"run":"run-1","notice":"notice 4"}
 `
 	if jl.String() != wantJL {
 		t.Fatalf("JSON lines:\n%s\nwant\n%s", jl.String(), wantJL)
@@ -265,7 +316,8 @@ func TestExports(t *testing.T) {
 	}
 	wantCSV := "session,name,seq,time,actor,kind,message,run,notice\n" +
 		"a,\"Ada, B\",3,2026-03-01T09:00:02.000Z,student,delivered,2,run-1,notice 2\n" +
-		"a,\"Ada, B\",4,2026-03-01T09:00:03.000Z,instructor,started,,run-1,notice 3\n"
+		"a,\"Ada, B\",4,2026-03-01T09:00:03.000Z,student,delivered,1,run-1,notice 3\n" +
+		"a,\"Ada, B\",5,2026-03-01T09:00:04.000Z,instructor,started,,run-1,notice 4\n"
 	if c.String() != wantCSV {
 		t.Fatalf("CSV:\n%s\nwant\n%s", c.String(), wantCSV)
 	}

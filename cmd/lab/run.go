@@ -87,8 +87,17 @@ func settings(c *config) []setting {
 		{"frame-burst", "LAB_FRAME_BURST", "frames one connection may send at once", intValue{&sc.FrameBurst}},
 		{"max-conns", "LAB_MAX_CONNS", "open WebSockets in all; more are answered 503", intValue{&sc.MaxConns}},
 		{"max-session-conns", "LAB_MAX_SESSION_CONNS", "open WebSockets per session; more are answered 503", intValue{&sc.MaxSessionConns}},
-		{"max-sessions", "LAB_MAX_SESSIONS", "sessions held at most (idle ones expire after -session-ttl); a new one past it is answered 503", intValue{&sc.MaxSessions}},
+		{"max-sessions", "LAB_MAX_SESSIONS", "sessions stored at most (a session is stored by its first change; idle ones expire after -session-ttl); past it a new one is refused", intValue{&sc.MaxSessions}},
 		{"public-url", "LAB_PUBLIC_URL", "address students reach the lab at, such as http://192.168.1.20:8080, for join links and QR codes (default: this machine's LAN address when listening on all interfaces)", urlValue{&sc.PublicURL}},
+		{"max-addr-conns", "LAB_MAX_ADDR_CONNS", "open WebSockets from one client address (see -trusted-proxies); more are answered 429", intValue{&sc.MaxAddrConns}},
+		{"addr-conn-rate", "LAB_ADDR_CONN_RATE", "new WebSockets a second from one client address on average, in bursts of up to -max-addr-conns; past it the page is told the lab is full", floatValue{&sc.AddrConnRate}},
+		{"max-addr-sessions", "LAB_MAX_ADDR_SESSIONS", "sessions created from one client address that the lab keeps; past it a new one is refused", intValue{&sc.MaxAddrSessions}},
+		{"max-conn-outbox-bytes", "LAB_MAX_CONN_OUTBOX_BYTES", "bytes waiting to be written to one WebSocket; a connection past it is closed with 1008 and resyncs", int64Value{&sc.MaxConnOutboxBytes}},
+		{"max-outbox-bytes", "LAB_MAX_OUTBOX_BYTES", "bytes waiting to be written to all WebSockets together; a connection whose frame would pass it is closed with 1008", int64Value{&sc.MaxOutboxBytes}},
+		{"max-runs", "LAB_MAX_RUNS", "runs one session may start", intValue{&sc.MaxRuns}},
+		{"max-renames", "LAB_MAX_RENAMES", "renames of one session", intValue{&sc.MaxRenames}},
+		{"max-events", "LAB_MAX_EVENTS", "changes of any kind one session may store", intValue{&sc.MaxEvents}},
+		{"stuck-after", "LAB_STUCK_AFTER", "a student with no new exercise step for this long is flagged stuck on the progress board", durationValue{&sc.StuckAfter}},
 	}
 }
 
@@ -266,6 +275,24 @@ func (v intValue) Set(s string) error {
 	return nil
 }
 
+type int64Value struct{ p *int64 }
+
+func (v int64Value) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return strconv.FormatInt(*v.p, 10)
+}
+
+func (v int64Value) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return errors.New("want a whole number above 0")
+	}
+	*v.p = n
+	return nil
+}
+
 type floatValue struct{ p *float64 }
 
 func (v floatValue) String() string {
@@ -310,6 +337,52 @@ func (v durationValue) Set(s string) error {
 	return nil
 }
 
+// validate checks what parsing alone cannot: the listen address, the data
+// setting, and the server's settings together (server.Config.Validate:
+// limits that contradict each other, a wildcard origin, short tokens).
+// Errors name the setting, with its variable; they mean exit status 2, and
+// come before anything touches the disk.
+func validate(c config) error {
+	named := func(flagName string, err error) error {
+		for _, s := range settings(&c) {
+			if s.flag == flagName {
+				return fmt.Errorf("invalid -%s (%s): %w", s.flag, s.env, err)
+			}
+		}
+		return fmt.Errorf("invalid -%s: %w", flagName, err)
+	}
+	if err := checkListenAddr(c.addr); err != nil {
+		return named("addr", err)
+	}
+	if c.data == "" {
+		return named("data", fmt.Errorf("empty: give a file, or %q for memory only", memoryData))
+	}
+	if err := c.server.Validate(); err != nil {
+		var se *server.SettingError
+		if errors.As(err, &se) {
+			return named(se.Setting, se.Err)
+		}
+		return err
+	}
+	return nil
+}
+
+// checkListenAddr accepts what net.Listen("tcp", addr) takes without a
+// lookup: [host]:port, with a port number.
+func checkListenAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port (such as :8080 or 127.0.0.1:8080)", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%q: the port must be a number from 0 to 65535", addr)
+	}
+	if strings.ContainsAny(host, " /\\") {
+		return fmt.Errorf("%q: %q is not a host name or address", addr, host)
+	}
+	return nil
+}
+
 // run is the whole program; it returns the exit status. The server stops on
 // SIGINT, SIGTERM or when ctx ends. "lab healthcheck" asks a running server
 // whether it is alive (the container's HEALTHCHECK; the image has no curl).
@@ -336,6 +409,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return 1
 		}
 		return 0
+	}
+	if err := validate(cfg); err != nil {
+		fmt.Fprintf(stderr, "lab: %v\n", err)
+		return 2
 	}
 	opts := &slog.HandlerOptions{Level: cfg.logLevel}
 	var handler slog.Handler = slog.NewTextHandler(stderr, opts)
@@ -387,9 +464,6 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	generated := false
 	if scfg.InstructorToken == "" {
 		scfg.InstructorToken, generated = rand.Text(), true
-	}
-	if cfg.data == "" {
-		return fmt.Errorf("-data is empty: give a file, or %q for memory only", memoryData)
 	}
 	dataName := "the sessions"
 	switch {

@@ -3,9 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -235,5 +239,56 @@ func TestListenFailureLeavesNothingRunning(t *testing.T) {
 	code := run(context.Background(), []string{"lab", "-addr", taken.Addr().String(), "-data", ":memory:"}, env(nil), io.Discard, &stderr)
 	if code != 1 || !strings.Contains(stderr.String(), "listening on "+taken.Addr().String()) {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// TestSettingsCheckedBeforeDisk: finding 7 of issue 10. Every bad setting,
+// including the listen address and limits that contradict each other, exits
+// 2 naming the setting and its variable, before the data file exists.
+func TestSettingsCheckedBeforeDisk(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"listen address", map[string]string{"LAB_ADDR": "not-an-address"}, "-addr (LAB_ADDR)"},
+		{"listen port", map[string]string{"LAB_ADDR": ":http-ish"}, "-addr (LAB_ADDR)"},
+		{"reply over the frame cap", map[string]string{"LAB_MAX_REPLY_BYTES": "174593"}, "-max-reply-bytes (LAB_MAX_REPLY_BYTES)"},
+		{"reply over the held bytes", map[string]string{"LAB_MAX_REPLY_BYTES": "100000", "LAB_MAX_HELD_BYTES": "50000"}, "-max-reply-bytes (LAB_MAX_REPLY_BYTES)"},
+		{"tiny ttl", map[string]string{"LAB_SESSION_TTL": "1ns"}, "-session-ttl (LAB_SESSION_TTL)"},
+		{"tiny frame rate", map[string]string{"LAB_FRAME_RATE": "1e-300"}, "-frame-rate (LAB_FRAME_RATE)"},
+		{"wildcard origin", map[string]string{"LAB_ORIGINS": "*"}, "-origins (LAB_ORIGINS)"},
+		{"wildcard origin with scheme", map[string]string{"LAB_ORIGINS": "school.example,https://*"}, "-origins (LAB_ORIGINS)"},
+		{"short instructor token", map[string]string{"LAB_INSTRUCTOR_TOKEN": "a"}, "-instructor-token (LAB_INSTRUCTOR_TOKEN)"},
+		{"short metrics token", map[string]string{"LAB_METRICS_TOKEN": "fifteen-chars.."}, "-metrics-token (LAB_METRICS_TOKEN)"},
+		{"outbox below a state", map[string]string{"LAB_MAX_CONN_OUTBOX_BYTES": "1000"}, "-max-conn-outbox-bytes (LAB_MAX_CONN_OUTBOX_BYTES)"},
+		{"total outbox below one", map[string]string{"LAB_MAX_OUTBOX_BYTES": "1000"}, "-max-outbox-bytes (LAB_MAX_OUTBOX_BYTES)"},
+		{"session conns above all", map[string]string{"LAB_MAX_SESSION_CONNS": "20000"}, "-max-session-conns (LAB_MAX_SESSION_CONNS)"},
+		{"runs above events", map[string]string{"LAB_MAX_RUNS": "9000"}, "-max-runs (LAB_MAX_RUNS)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			data := filepath.Join(t.TempDir(), "data", "lab.db")
+			vars := map[string]string{"LAB_DATA": data}
+			for k, v := range tt.env {
+				vars[k] = v
+			}
+			var stderr bytes.Buffer
+			code := run(context.Background(), []string{"lab"}, env(vars), io.Discard, &stderr)
+			if code != 2 || !strings.Contains(stderr.String(), tt.want) {
+				t.Fatalf("exit %d, stderr %q; want 2 naming %s", code, stderr.String(), tt.want)
+			}
+			if _, err := os.Stat(filepath.Dir(data)); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("the data directory exists after a refused setting: %v", err)
+			}
+		})
+	}
+	// A sixteen-character token and a host pattern are fine.
+	c := defaultConfig()
+	c.server.InstructorToken = "sixteen-chars..."
+	c.server.Origins = []string{"*.school.example"}
+	if err := validate(c); err != nil {
+		t.Fatalf("valid settings refused: %v", err)
 	}
 }

@@ -1,0 +1,267 @@
+package server
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolcall-lab/lab/model"
+)
+
+// The exercise (docs/exercise.md) as the server carries it: the state
+// frame's "exercise" and "predictions", the progress columns of a session's
+// row, a class's step distribution and misconceptions, and the steps' texts
+// for the pages. The rules are the model's (model/exercise.go,
+// model/explain.go); everything here is a function of a session's events
+// and their times.
+
+// appendExercise appends the state frame's progress through the nine steps
+// and its prediction counts:
+//
+//	,"exercise":{"done":[1,2],"current":3,"parts":[[true],…]},"predictions":{"made":4,"right":3}
+//
+// parts has one list per step, one boolean per part (docs/exercise.md).
+func appendExercise(b []byte, v model.LabView) []byte {
+	x := v.Exercise
+	b = append(b, `,"exercise":{"done":[`...)
+	for i, s := range x.Done() {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(s), 10)
+	}
+	b = append(b, `],"current":`...)
+	b = strconv.AppendInt(b, int64(x.Current()), 10)
+	b = append(b, `,"parts":[`...)
+	for s := 1; s <= model.NumSteps; s++ {
+		if s > 1 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		_, total := x.Parts(s)
+		for i := range total {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendBool(b, x.PartDone(s, i))
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `]},"predictions":{"made":`...)
+	b = strconv.AppendInt(b, int64(v.Predicted), 10)
+	b = append(b, `,"right":`...)
+	b = strconv.AppendInt(b, int64(v.Right), 10)
+	return append(b, '}')
+}
+
+// predictionCount is how many predictions a session made, and how many the
+// notices bore out.
+type predictionCount struct {
+	Made  int `json:"made"`
+	Right int `json:"right"`
+}
+
+// progress is a session's columns of the progress board, part of its row
+// (sessionRow embeds it).
+type progress struct {
+	Steps   []int `json:"steps"`   // the steps done, in step order
+	Current int   `json:"current"` // the lowest step not done, 0 once all are
+	// CurrentSince is when the student last ticked a new step, or when the
+	// session began if none: the time on the current step counts from it.
+	CurrentSince time.Time `json:"currentSince"`
+	// Stuck: a step remains and no new step was ticked for
+	// Config.StuckAfter; computed when the row is read (see stuckAt).
+	Stuck       bool            `json:"stuck"`
+	Predictions predictionCount `json:"predictions"`
+	// tally counts the session's predictions by kind of message, for the
+	// class's misconceptions; not part of the row's JSON.
+	tally model.PredictionTally
+}
+
+// stepClock turns the model's DoneAt seqs into times: when each step was
+// first done. Owned by the session's drainer (and by restoreSession before
+// the session is shared).
+type stepClock struct {
+	began time.Time                 // when the session began
+	at    [model.NumSteps]time.Time // when step s was first done, zero while not
+	tally model.PredictionTally     // every receipt's prediction, added as receipts come
+}
+
+// steps records the steps that the event with seq, stored at at, has just
+// completed (x is the exercise after it).
+func (c *stepClock) steps(x model.Exercise, seq uint64, at time.Time) {
+	for i, done := range x.DoneAt {
+		if done != 0 && done == seq && c.at[i].IsZero() {
+			c.at[i] = at
+		}
+	}
+}
+
+// receipts counts the predictions of receipts new since the last call.
+func (c *stepClock) receipts(rs []model.Receipt) {
+	for _, r := range rs {
+		c.tally.Add(r)
+	}
+}
+
+// progress is the session's progress columns for v, the view after the
+// last steps and receipts.
+func (c *stepClock) progress(v model.LabView) progress {
+	since := c.began
+	for _, t := range c.at {
+		if t.After(since) {
+			since = t
+		}
+	}
+	return progress{
+		Steps: v.Exercise.Done(), Current: v.Exercise.Current(), CurrentSince: since,
+		Predictions: predictionCount{Made: v.Predicted, Right: v.Right},
+		tally:       c.tally,
+	}
+}
+
+// stuckAt says whether a session with progress p is stuck at now: a step
+// remains and none was ticked for after.
+func (p progress) stuckAt(now time.Time, after time.Duration) bool {
+	return p.Current != 0 && after > 0 && now.Sub(p.CurrentSince) >= after
+}
+
+// stepCounts is a class's step distribution, without names: what the
+// projector shows. Computed from any set of session rows (the open lab's, a
+// class's).
+type stepCounts struct {
+	// At[s] counts the sessions working on step s (their lowest step not
+	// done); At[0] those that have done all nine.
+	At [model.NumSteps + 1]int `json:"at"`
+	// Done[s-1] counts the sessions that have done step s.
+	Done [model.NumSteps]int `json:"done"`
+	// Stuck counts the sessions flagged stuck.
+	Stuck int `json:"stuck"`
+}
+
+// countSteps computes the step distribution of rows.
+func countSteps(rows []sessionRow) stepCounts {
+	var c stepCounts
+	for _, r := range rows {
+		if r.Current >= 0 && r.Current <= model.NumSteps {
+			c.At[r.Current]++
+		}
+		for _, s := range r.Steps {
+			if s >= 1 && s <= model.NumSteps {
+				c.Done[s-1]++
+			}
+		}
+		if r.Stuck {
+			c.Stuck++
+		}
+	}
+	return c
+}
+
+// misconception is what a class predicted about one kind of message.
+type misconception struct {
+	Kind   string `json:"kind"`   // model.DeliveryKind's name: staleReply, duplicate, …
+	Phrase string `json:"phrase"` // "a stale reply"
+	Made   int    `json:"made"`
+	Right  int    `json:"right"`
+	// Said lists every prediction made about the kind, most made first,
+	// each with its sentence: "7 of 20 expected a stale reply to be accepted".
+	Said []said `json:"said"`
+}
+
+type said struct {
+	Prediction string `json:"prediction"`
+	Count      int    `json:"count"`
+	Sentence   string `json:"sentence"`
+}
+
+// summaryKinds are the kinds of message the misconceptions summary names
+// first, in this order (docs/exercise.md, "Predictions"); the model's other
+// kinds follow when predictions were made about them.
+var summaryKinds = []model.DeliveryKind{
+	model.KindStaleReply, model.KindDuplicate, model.KindContradictory, model.KindWrongCallID,
+	model.KindMalformedJSON, model.KindWrongShape, model.KindDeadline, model.KindLateReply,
+	model.KindStaleDeadline, model.KindMatchingReply,
+}
+
+// misconceptions sums the rows' predictions by kind of message: one entry
+// per kind with a prediction, in summaryKinds's order.
+func misconceptions(rows []sessionRow) []misconception {
+	var t model.PredictionTally
+	for _, r := range rows {
+		t.Merge(r.tally)
+	}
+	out := []misconception{}
+	for _, k := range summaryKinds {
+		kt := t.ByKind[k]
+		if kt.Made == 0 {
+			continue
+		}
+		m := misconception{Kind: k.String(), Phrase: k.Phrase(), Made: kt.Made, Right: kt.Right}
+		for p := model.PredictAccepted; int(p) < model.NumPredictions; p++ {
+			if n := kt.Said[p]; n > 0 {
+				m.Said = append(m.Said, said{Prediction: p.String(), Count: n, Sentence: model.Expectation(k, p, n, kt.Made)})
+			}
+		}
+		slices.SortStableFunc(m.Said, func(a, b said) int { return b.Count - a.Count })
+		out = append(out, m)
+	}
+	return out
+}
+
+// classSummary is what the console's progress board shows above the rows.
+type classSummary struct {
+	// StuckAfter is Config.StuckAfter in seconds: the page flags a row
+	// stuck once its time on the current step reaches it.
+	StuckAfter     float64         `json:"stuckAfter"`
+	Now            time.Time       `json:"now"` // the server's time when the summary was made, for the page's clock
+	Steps          stepCounts      `json:"steps"`
+	Misconceptions []misconception `json:"misconceptions"`
+}
+
+func summarize(rows []sessionRow, now time.Time, stuckAfter time.Duration) classSummary {
+	return classSummary{StuckAfter: stuckAfter.Seconds(), Now: now.UTC(), Steps: countSteps(rows), Misconceptions: misconceptions(rows)}
+}
+
+// stepView is one checkpoint as the pages read it.
+type stepView struct {
+	Number int      `json:"number"`
+	Goal   string   `json:"goal"`
+	Hint   string   `json:"hint"`
+	Parts  []string `json:"parts"` // the parts of a step of several, else empty
+}
+
+// exerciseSteps answers GET /exercise.json: the nine steps' goals, hints and
+// parts (the model's text, one place), and the prediction words, for the
+// student page's panel and the console's board.
+func (s *Server) exerciseSteps(c echo.Context) error {
+	steps := model.Steps()
+	out := struct {
+		Steps       []stepView `json:"steps"`
+		Predictions []string   `json:"predictions"`
+	}{Steps: make([]stepView, len(steps))}
+	for i, st := range steps {
+		out.Steps[i] = stepView{Number: st.Number, Goal: st.Goal, Hint: st.Hint, Parts: append([]string{}, st.Parts...)}
+	}
+	for p := model.PredictAccepted; int(p) < model.NumPredictions; p++ {
+		out.Predictions = append(out.Predictions, p.String())
+	}
+	c.Response().Header().Set("Cache-Control", "no-cache")
+	return c.JSON(http.StatusOK, out)
+}
+
+// RequirePredictions sets whether the students of session id must predict
+// the outcome before each delivery (the class setting "predictions
+// required": the classes code sets it for its sessions). A student's
+// deliver frame without "predict" is then refused with the reason
+// prediction_required. It reports whether the server holds the session.
+func (s *Server) RequirePredictions(id string, on bool) bool {
+	sess, ok := s.find(id)
+	if ok {
+		sess.requirePredictions.Store(on)
+	}
+	return ok
+}

@@ -1,0 +1,184 @@
+// The exercise panel of the student page: the seed's nine steps as
+// checkpoints, ticked from the state frame's "exercise" (the server decides;
+// docs/exercise.md has the rules), the choice of a prediction to send with
+// the next delivery, and each receipt's explanation.
+//
+// lab.js calls initExercise once, renderExercise with every state,
+// chosenPrediction and clearPrediction when it sends a delivery and fillReceipt for each receipt.
+// The steps' texts come from /exercise.json (the model's words, one place).
+// All text goes through textContent.
+
+import { byId, list, num, setData, setText, str } from "./dom.js";
+
+const PREDICTIONS = [
+  ["", "No prediction"],
+  ["accepted", "Accepted"],
+  ["ignored", "Ignored"],
+  ["unresolved", "Unresolved"],
+  ["diagnostic", "Invalid (a diagnostic)"],
+];
+
+const panel = {
+  section: null, // #exercise
+  summary: null, // the <summary> line: "Exercise: 3 of 9 steps done"
+  steps: [], // per step: { li, mark, hint, parts: [li…] }
+  finished: null,
+  accuracy: null,
+  last: null, // the last state's exercise, to render once the texts arrive
+  lastPredictions: null,
+  choice: null, // the prediction fieldset
+};
+
+function el(tag, className, text) {
+  const e = document.createElement(tag);
+  if (className) e.className = className;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+// initExercise builds the panel into section #exercise and the prediction
+// choice just before the held messages (#queue).
+export function initExercise() {
+  const section = byId("exercise");
+  if (!section) return;
+  panel.section = section;
+  const details = el("details");
+  details.open = true;
+  details.id = "exercise-details";
+  panel.summary = el("summary", "", "Exercise: the nine steps");
+  const intro = el(
+    "p",
+    "meta",
+    "Each step ticks by itself when you have done what it teaches, in any run and any order. You can close this panel and use the lab freely.",
+  );
+  const steps = el("ol", "steps");
+  steps.id = "exercise-steps";
+  panel.finished = el("p", "finished", "All nine steps done. Well done!");
+  panel.finished.id = "exercise-finished";
+  panel.finished.hidden = true;
+  panel.accuracy = el("p", "meta");
+  panel.accuracy.id = "prediction-accuracy";
+  details.append(panel.summary, intro, steps, panel.finished, panel.accuracy);
+  section.replaceChildren(details);
+  section.hidden = false;
+
+  const queue = byId("queue");
+  if (queue) {
+    const fieldset = el("fieldset", "predict");
+    fieldset.id = "predict";
+    fieldset.append(el("legend", "", "Before you deliver: what do you expect the notice to be?"));
+    for (const [word, text] of PREDICTIONS) {
+      const label = el("label");
+      const input = document.createElement("input");
+      input.type = "radio";
+      input.name = "predict";
+      input.value = word;
+      input.id = `predict-${word || "none"}`;
+      input.checked = word === "";
+      label.append(input, ` ${text}`);
+      fieldset.append(label);
+    }
+    // Before the queue's heading, so that it reads before the Deliver buttons.
+    const heading = byId("queue-heading");
+    (heading && heading.parentNode === queue.parentNode ? heading : queue).before(fieldset);
+    panel.choice = fieldset;
+  }
+
+  fetch("/exercise.json")
+    .then((resp) => (resp.ok ? resp.json() : Promise.reject(new Error(String(resp.status)))))
+    .then((data) => {
+      buildSteps(steps, list(data?.steps));
+      if (panel.last) renderExercise({ exercise: panel.last, predictions: panel.lastPredictions });
+    })
+    .catch(() => {
+      steps.append(el("li", "", "The steps could not be loaded; reload the page to try again."));
+    });
+}
+
+function buildSteps(ol, steps) {
+  panel.steps = steps.map((s) => {
+    const li = el("li", "step");
+    li.dataset.step = String(num(s.number));
+    const mark = el("span", "mark", "");
+    mark.setAttribute("aria-hidden", "true");
+    const goal = el("span", "goal", str(s.goal));
+    const state = el("span", "visually-hidden", "");
+    const hint = el("p", "hint", `Try: ${str(s.hint)}`);
+    hint.hidden = true;
+    const partsList = el("ul", "parts");
+    const parts = list(s.parts).map((p) => {
+      const pli = el("li", "", str(p));
+      partsList.append(pli);
+      return pli;
+    });
+    partsList.hidden = parts.length === 0;
+    li.append(mark, goal, state, hint, partsList);
+    ol.append(li);
+    return { li, mark, state, hint, parts };
+  });
+}
+
+// renderExercise shows a state frame's progress.
+export function renderExercise(state) {
+  const x = state?.exercise;
+  if (!panel.section || !x) return;
+  panel.last = x;
+  panel.lastPredictions = state.predictions;
+  const done = new Set(list(x.done).map(Number));
+  const current = num(x.current);
+  const parts = list(x.parts);
+  setText(panel.summary, current === 0 ? "Exercise: all nine steps done" : `Exercise: ${done.size} of 9 steps done, now step ${current}`);
+  panel.steps.forEach((s, i) => {
+    const n = i + 1;
+    const status = done.has(n) ? "done" : n === current ? "current" : "todo";
+    setData(s.li, "status", status);
+    setText(s.mark, status === "done" ? "✓" : status === "current" ? "➜" : "");
+    setText(s.state, status === "done" ? " (done)" : status === "current" ? " (current step)" : "");
+    if (status === "current") s.li.setAttribute("aria-current", "step");
+    else s.li.removeAttribute("aria-current");
+    s.hint.hidden = status !== "current";
+    const seen = list(parts[i]);
+    s.parts.forEach((p, j) => setData(p, "done", seen[j] === true ? "true" : "false"));
+  });
+  panel.finished.hidden = current !== 0;
+  const p = state.predictions ?? {};
+  setText(
+    panel.accuracy,
+    num(p.made) > 0 ? `Your predictions: ${num(p.right)} of ${num(p.made)} right.` : "Predict before you deliver to check your understanding.",
+  );
+}
+
+// chosenPrediction returns the chosen prediction word, "" for none.
+export function chosenPrediction() {
+  const chosen = panel.choice?.querySelector('input[name="predict"]:checked');
+  return chosen ? chosen.value : "";
+}
+
+// clearPrediction resets the choice once a delivery has gone out, so that
+// each delivery is predicted afresh.
+export function clearPrediction() {
+  const none = panel.choice?.querySelector("#predict-none");
+  if (none) none.checked = true;
+}
+
+// fillReceipt renders one receipt into li: the seed's line (kept verbatim
+// in .receipt-notice), then why, who sent the message, and the prediction.
+export function fillReceipt(li, receipt) {
+  let main = li.querySelector(".receipt-notice");
+  if (!main) {
+    li.replaceChildren();
+    main = el("span", "receipt-notice");
+    li.append(main, el("span", "why"), el("span", "prediction"));
+  }
+  const [, why, prediction] = li.children;
+  const number = str(receipt?.number) || String(num(receipt?.message) || "?");
+  setText(main, `Delivered message ${number}: ${str(receipt?.notice)}`);
+  const from = receipt?.from === "instructor" ? " (a message from your instructor)" : "";
+  setText(why, str(receipt?.why) ? `Why: ${str(receipt.why)}${from}` : from);
+  if (receipt?.predicted) {
+    setText(prediction, `You predicted ${str(receipt.predicted)}: ${receipt.right ? "right" : "not this time"}.`);
+    setData(prediction, "right", receipt.right ? "true" : "false");
+  } else {
+    setText(prediction, "");
+  }
+}
