@@ -51,6 +51,11 @@ var pgMigrations = [][]string{
 		)`,
 	},
 	2: pgClassesSchema, // store/postgres_classes.go
+	// 3: a delivery's prediction (model.Prediction's word, '' for none),
+	// as SQLite's version 4.
+	3: {
+		`ALTER TABLE events ADD COLUMN prediction text NOT NULL DEFAULT ''`,
+	},
 }
 
 // pgChannel is the LISTEN/NOTIFY channel every append notifies, with the
@@ -179,10 +184,10 @@ func (s *Postgres) Append(ctx context.Context, r Record) error {
 	if w.seq == 1 {
 		b.Queue(`INSERT INTO sessions (id, created) VALUES ($1, $2)`, w.session, w.timeMs)
 	}
-	b.Queue(`INSERT INTO events (session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+	b.Queue(`INSERT INTO events (session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice, prediction)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
 		w.session, w.seq, w.timeMs, w.actor, w.kind, w.message, w.msgKind, w.msgFrom, w.raw,
-		[]byte(w.keyRun), []byte(w.keyCall), []byte(w.run), []byte(w.notice))
+		[]byte(w.keyRun), []byte(w.keyCall), []byte(w.run), []byte(w.notice), w.prediction)
 	if r.Event.Kind == model.Renamed {
 		b.Queue(`UPDATE sessions SET name = $1 WHERE id = $2`, []byte(r.Event.Name), w.session)
 	}
@@ -265,7 +270,7 @@ func (s *Postgres) EventsAfter(ctx context.Context, id string, after uint64) ([]
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice
+	rows, err := s.pool.Query(ctx, `SELECT session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice, prediction
 		FROM events WHERE session = $1 AND seq > $2 ORDER BY seq`, id, int64(after))
 	if err != nil {
 		return nil, fmt.Errorf("reading session %s from %s: %w", id, s.name, err)
@@ -273,7 +278,7 @@ func (s *Postgres) EventsAfter(ctx context.Context, id string, after uint64) ([]
 	var w row
 	var keyRun, keyCall, run, notice []byte
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Record, error) {
-		if err := row.Scan(&w.session, &w.seq, &w.timeMs, &w.actor, &w.kind, &w.message, &w.msgKind, &w.msgFrom, &w.raw, &keyRun, &keyCall, &run, &notice); err != nil {
+		if err := row.Scan(&w.session, &w.seq, &w.timeMs, &w.actor, &w.kind, &w.message, &w.msgKind, &w.msgFrom, &w.raw, &keyRun, &keyCall, &run, &notice, &w.prediction); err != nil {
 			return Record{}, err
 		}
 		w.keyRun, w.keyCall, w.run, w.notice = string(keyRun), string(keyCall), string(run), string(notice)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/toolcall-lab/lab/internal/pgtest"
 	"github.com/toolcall-lab/lab/model"
@@ -670,5 +671,53 @@ func TestSQLiteRecentMoves(t *testing.T) {
 	}
 	if err := s.Append(ctx, recs[0]); err != nil {
 		t.Fatalf("seq 1 after a delete: %v", err)
+	}
+}
+
+// TestPostgresMigratesVersion2 opens a database of schema version 2 (no
+// prediction column), as a replica of the release before would have left
+// it: its deliveries read back without a prediction, new ones keep theirs.
+func TestPostgresMigratesVersion2(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Database(t)
+	ctx := context.Background()
+	old, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := []string{`CREATE TABLE schema_version (version integer NOT NULL)`, `INSERT INTO schema_version (version) VALUES (2)`}
+	stmts = append(append(append(stmts, pgMigrations[1]...), pgMigrations[2]...),
+		`INSERT INTO sessions (id, created) VALUES ('a', 0)`,
+		`INSERT INTO events (session, seq, time, actor, kind, message, message_kind, message_from, key_run, key_call, run, notice)
+			VALUES ('a', 1, 0, 'student', 'queued', 1, 'deadline', 'student', 'run-1', 'lookup', 'run-1', 'Ready.')`,
+		`INSERT INTO events (session, seq, time, actor, kind, message, run, notice)
+			VALUES ('a', 2, 1, 'student', 'delivered', 1, 'run-1', 'Unresolved.')`)
+	for _, q := range stmts {
+		if _, err := old.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	old.Close(ctx)
+
+	s, err := OpenPostgres(ctx, url)
+	if err != nil {
+		t.Fatalf("opening a version 2 database: %v", err)
+	}
+	defer s.Close()
+	recs, err := s.Events(ctx, "a")
+	if err != nil || len(recs) != 2 || recs[1].Event.Kind != model.MessageDelivered || recs[1].Event.Prediction != model.NoPrediction {
+		t.Fatalf("events after migrating: %v %+v", err, recs)
+	}
+	next := Record{Session: "a", Seq: 3, Time: t0, Run: "run-1", Notice: "Still unresolved.",
+		Event: model.Event{Kind: model.MessageDelivered, By: model.Student, Message: model.Message{ID: 1}, Prediction: model.PredictUnresolved}}
+	if err := s.Append(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	if recs, err = s.Events(ctx, "a"); err != nil || len(recs) != 3 || recs[2].Event.Prediction != model.PredictUnresolved {
+		t.Fatalf("a new prediction after migrating: %v %+v", err, recs)
+	}
+	var v int
+	if err := s.pool.QueryRow(ctx, `SELECT version FROM schema_version`).Scan(&v); err != nil || v != PGSchemaVersion() {
+		t.Fatalf("schema version %d (%v), want %d", v, err, PGSchemaVersion())
 	}
 }
