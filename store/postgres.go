@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -80,6 +81,13 @@ type Postgres struct {
 	name   string // the URL without its password, for errors and logs
 	pool   *pgxpool.Pool
 	closed atomic.Bool
+
+	// Ready's last probe, as SQLite's: probeMu guards probedAt and
+	// probeErr; failed (an append failed since) makes the next call probe.
+	probeMu  sync.Mutex
+	probedAt time.Time
+	probeErr error
+	failed   atomic.Bool
 }
 
 // OpenPostgres connects to the database at rawURL, migrates it to
@@ -196,6 +204,8 @@ func (s *Postgres) Append(ctx context.Context, r Record) error {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation: sessions' or events' key
 			err = ErrSeqTaken
+		} else {
+			s.failed.Store(true)
 		}
 		return fmt.Errorf("appending session %s seq %d to %s: %w", r.Session, r.Seq, s.name, err)
 	}
@@ -221,15 +231,24 @@ func (s *Postgres) Delete(ctx context.Context, ids []string) error {
 const notifyDeletedSQL = `SELECT pg_notify($1, id || ' 0') FROM unnest($2::text[]) AS id`
 
 // Ready commits a write that changes nothing: it fails when the database is
-// unreachable or read-only (a standby).
+// unreachable or read-only (a standby). As SQLite's, it probes at most once
+// every probeEvery (a flood of probes is not a flood of writes), and again
+// at once after an append failed.
 func (s *Postgres) Ready(ctx context.Context) error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	if _, err := s.pool.Exec(ctx, `UPDATE schema_version SET version = version`); err != nil {
-		return fmt.Errorf("writing to %s: %w", s.name, err)
+	s.probeMu.Lock()
+	defer s.probeMu.Unlock()
+	if !s.failed.Swap(false) && !s.probedAt.IsZero() && time.Since(s.probedAt) < probeEvery {
+		return s.probeErr
 	}
-	return nil
+	_, err := s.pool.Exec(ctx, `UPDATE schema_version SET version = version`)
+	if err != nil {
+		err = fmt.Errorf("writing to %s: %w", s.name, err)
+	}
+	s.probedAt, s.probeErr = time.Now(), err
+	return err
 }
 
 // Sessions lists the stored sessions, oldest first.
