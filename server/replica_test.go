@@ -157,6 +157,7 @@ func TestReplicaInstructorInjects(t *testing.T) {
 	id := newID()
 	student, _ := dial(t, b, id)
 	student.do(`{"type":"rename","name":"Bea"}`)
+	student.do(`{"type":"start"}`) // a run before the current one, for a stale reply
 
 	ws, _, err := dialInstructor(a, bearerHeader(testToken))
 	if err != nil {
@@ -176,7 +177,7 @@ func TestReplicaInstructorInjects(t *testing.T) {
 		t.Fatalf("inject on A answered %d %+v", code, res)
 	}
 	f := student.state()
-	if f.Seq != 2 || len(f.Queue) != 1 || f.Queue[0].From != "instructor" {
+	if f.Seq != 3 || len(f.Queue) != 1 || f.Queue[0].From != "instructor" {
 		t.Fatalf("the student on B got %s, want the injected message held", f.raw)
 	}
 	watched := readUntil(t, ws, "the injection's state", func(f overviewFrame) bool { return f.Type == "state" })
@@ -185,7 +186,7 @@ func TestReplicaInstructorInjects(t *testing.T) {
 	}
 	f = student.do(`{"type":"deliver","message":1}`)
 	watched = readUntil(t, ws, "the student's delivery", func(f overviewFrame) bool { return f.Type == "state" })
-	if !bytes.Equal(watched.raw, f.raw) || f.Seq != 3 {
+	if !bytes.Equal(watched.raw, f.raw) || f.Seq != 4 {
 		t.Fatalf("A's watcher got\n%s\nthe student on B\n%s", watched.raw, f.raw)
 	}
 }
