@@ -60,6 +60,10 @@ var errPredictionRequired = errors.New(`say what you expect before delivering: a
 // errShuttingDown refuses new connections once the server is closing.
 var errShuttingDown = errors.New("the lab is shutting down")
 
+// errNotListening makes /readyz fail while a replica cannot hear the
+// changes other replicas store (its listening connection is down).
+var errNotListening = errors.New("not listening to the database's changes from other replicas")
+
 // refusal is how a refused change is reported: a stable reason word (for
 // programs and metrics) and the text people read.
 type refusal struct {

@@ -22,6 +22,8 @@ type metrics struct {
 	appendLatency  prometheus.Histogram
 	slowCloses     prometheus.Counter
 	connectRefused *prometheus.CounterVec // by reason
+	seqConflicts   prometheus.Counter
+	replicaEvents  prometheus.Counter
 }
 
 func newMetrics(sessions func() float64) *metrics {
@@ -55,10 +57,16 @@ func newMetrics(sessions func() float64) *metrics {
 		connectRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lab_connections_refused_total", Help: "WebSocket upgrades refused, by reason.",
 		}, []string{"reason"}),
+		seqConflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lab_seq_conflicts_total", Help: "Appends refused because another replica had stored that seq first; the change was decided again.",
+		}),
+		replicaEvents: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lab_replica_events_total", Help: "Changes decided by another replica, read from the log and applied here.",
+		}),
 	}
 	m.registry.MustRegister(
 		m.connections, m.framesIn, m.framesOut, m.refused, m.deliveries, m.injections,
-		m.appendLatency, m.slowCloses, m.connectRefused,
+		m.appendLatency, m.slowCloses, m.connectRefused, m.seqConflicts, m.replicaEvents,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "lab_sessions", Help: "Sessions the server holds.",
 		}, sessions),

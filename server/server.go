@@ -28,7 +28,7 @@ import (
 // Shutdown or Restart closes the WebSockets and stops the janitor.
 //
 // Ownership: mu guards sessions, classOf, conns, closing, closeWith, started, janitor,
-// admitted, stored and each session's expiring, stored and creator fields
+// listener, admitted, stored and each session's expiring, stored and creator fields
 // and admitted count. addrs and outbox are safe for concurrent use (addrs
 // has a leaf lock of its own, outbox is atomic). Each session
 // guards its own state (see session); each conn its outbox (see conn); the
@@ -61,9 +61,10 @@ type Server struct {
 	closing   bool
 	closeWith closeReason // how open and late connections are closed once closing
 	started   bool
-	janitor   *janitor // nil until Start
-	admitted  int      // connections admitted and not yet gone
-	stored    int      // sessions with at least one change (counted against MaxSessions)
+	janitor   *janitor  // nil until Start
+	listener  *listener // nil until Start, and without a Listener store
+	admitted  int       // connections admitted and not yet gone
+	stored    int       // sessions with at least one change (counted against MaxSessions)
 
 	handlers sync.WaitGroup // running WebSocket handlers
 }
@@ -125,8 +126,10 @@ func New(cfg Config) (*Server, error) {
 
 // Start replays every stored session, so that state frames are
 // byte-identical to those before a restart and seq continues, then starts
-// the janitor that deletes idle sessions. Call it once, before Handler
-// serves; Shutdown or Restart stops what it started.
+// the janitor that deletes idle sessions. With a store other replicas share
+// (a Listener), it first starts listening to their changes, so that none
+// stored while it loads goes unheard. Call it once, before Handler serves;
+// Shutdown or Restart stops what it started.
 func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
 	switch {
@@ -140,31 +143,45 @@ func (s *Server) Start(ctx context.Context) error {
 	s.started = true
 	s.mu.Unlock()
 
+	var ln *listener
+	if l, ok := s.cfg.Store.(Listener); ok {
+		var err error
+		if ln, err = s.startListener(l); err != nil {
+			return fmt.Errorf("starting the lab: %w", err)
+		}
+	}
 	loaded, err := s.load(ctx)
 	if err != nil {
+		if ln != nil {
+			ln.stop()
+		}
 		return err
 	}
 	classOf, err := s.loadMembers(ctx, loaded)
 	if err != nil {
+		if ln != nil {
+			ln.stop()
+		}
 		return err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, sess := range loaded {
+		// A session already held was heard of while loading: it is newer.
 		if _, ok := s.sessions[sess.id]; !ok {
-			// Stored sessions are counted; whose address made them is not
-			// stored, so none is charged for them.
-			sess.stored = true
-			sess.reserve, sess.unreserve = s.reserve, s.unreserve
-			s.stored++
-			s.sessions[sess.id] = sess
+			s.holdStored(sess)
 		}
 	}
 	for id, class := range classOf {
 		s.classOf[id] = class
 	}
-	if !s.closing {
+	closing := s.closing
+	if !closing {
 		s.janitor = s.startJanitor()
+		s.listener = ln
+	}
+	s.mu.Unlock()
+	if closing && ln != nil {
+		ln.stop()
 	}
 	return nil
 }
@@ -192,8 +209,8 @@ func (s *Server) closeSockets(ctx context.Context, why closeReason) error {
 	if !s.closing {
 		s.closing, s.closeWith = true, why
 	}
-	j := s.janitor
-	s.janitor = nil
+	j, ln := s.janitor, s.listener
+	s.janitor, s.listener = nil, nil
 	open := make([]*conn, 0, len(s.conns))
 	for c := range s.conns {
 		open = append(open, c)
@@ -201,6 +218,9 @@ func (s *Server) closeSockets(ctx context.Context, why closeReason) error {
 	s.mu.Unlock()
 	if j != nil {
 		j.stop()
+	}
+	if ln != nil {
+		ln.stop()
 	}
 	s.overview.stop()
 
@@ -231,13 +251,17 @@ func (s *Server) closeSockets(ctx context.Context, why closeReason) error {
 }
 
 // Ready reports whether the server can take changes: it is not shutting
-// down and its store takes writes. For a readiness probe.
+// down, its store takes writes and, with other replicas, it hears their
+// changes. For a readiness probe.
 func (s *Server) Ready(ctx context.Context) error {
 	s.mu.Lock()
-	closing := s.closing
+	closing, ln := s.closing, s.listener
 	s.mu.Unlock()
 	if closing {
 		return errShuttingDown
+	}
+	if ln != nil && !ln.connected.Load() {
+		return errNotListening
 	}
 	if err := s.cfg.Store.Ready(ctx); err != nil {
 		return fmt.Errorf("the store does not take writes: %w", err)
@@ -282,6 +306,16 @@ func (s *Server) getOrCreate(id string) (*session, error) {
 	sess.unreserve = s.unreserve
 	s.sessions[id] = sess
 	return sess, nil
+}
+
+// holdStored adds a session read from the store (at Start, or made by
+// another replica). Stored sessions are counted; whose address made them is
+// not stored, so none is charged for them. Called with mu held.
+func (s *Server) holdStored(sess *session) {
+	sess.stored = true
+	sess.reserve, sess.unreserve = s.reserve, s.unreserve
+	s.stored++
+	s.sessions[sess.id] = sess
 }
 
 // lookup is the one session lookup: a session the janitor is deleting is

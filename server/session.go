@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -13,21 +14,29 @@ import (
 
 // session is one lab session, named by a UUID.
 //
-// Ownership: mu guards inbox, draining, gone, conns, watchers, frame, row,
+// Ownership: mu guards inbox, draining, heard, gone, conns, watchers, frame, row,
 // timeline, lastActive and lastOwn; expiring, stored, creator and admitted are guarded
 // by Server.mu. The lab, its encoder and the run and rename counts are owned
 // by the goroutine that drains the inbox; at most one drains at
 // a time (chosen under mu, by the draining flag), so changes apply one at a
 // time in arrival order, and frames are handed to connections under mu in
 // that same order. requirePredictions is set by the classes code at any
-// time and read by the drainer (atomic). No goroutine of its own: whoever submits into an idle
-// session drains it. changed is called after every change (and tab count
+// time and read by the drainer (atomic). No goroutine of its own: whoever
+// submits into an idle session, or hears of a change another replica
+// stored, drains it. changed is called after every change (and tab count
 // change) with no lock held; it tells the instructors' overview.
+//
+// The lab is a cache of the session's log at some seq n (design: several
+// replicas). A change is decided on it and appended as n+1; if another
+// replica stored n+1 first, the drainer reads the events after n, applies
+// and publishes them as its own, and decides again (apply). A notification
+// of a seq beyond n makes the drainer catch up the same way (drain).
 type session struct {
 	id      string
 	limits  model.Limits
 	metrics *metrics
 	store   Store
+	shared  bool // other replicas change the store too (it is a Listener)
 	now     func() time.Time
 	changed func()
 	// stuckAfter is Config.StuckAfter: no new step for this long flags the
@@ -40,6 +49,7 @@ type session struct {
 	mu       sync.Mutex
 	inbox    []pending
 	draining bool
+	heard    uint64             // the highest seq another replica told of; the drainer catches up to it
 	conns    map[*conn]struct{} // the student tabs
 	watchers map[*conn]struct{} // instructor connections watching this session
 	frame    []byte             // the encoded state as of the last change
@@ -91,7 +101,7 @@ type outcome struct {
 func newSession(id string, cfg *Config, m *metrics, changed func()) *session {
 	now := cfg.Now()
 	s := &session{
-		id: id, limits: cfg.Limits, metrics: m, store: cfg.Store, now: cfg.Now, changed: changed,
+		id: id, limits: cfg.Limits, metrics: m, store: cfg.Store, shared: isListener(cfg.Store), now: cfg.Now, changed: changed,
 		reserve: func(*session, string) error { return nil }, unreserve: func(*session) {},
 		stuckAfter: cfg.StuckAfter,
 		caps:       eventCaps{runs: cfg.MaxRuns, renames: cfg.MaxRenames, events: cfg.MaxEvents},
@@ -171,9 +181,43 @@ func (s *session) submit(p pending) {
 	s.drain()
 }
 
+// notify tells the session that the log holds seq (another replica's
+// change, or a resync's "look": math.MaxUint64) and, if nobody is
+// draining it, starts a drainer in drains (the listener's, which waits for
+// them when it stops), so that one session's catching up never holds up
+// the notifications of others. It never waits in the inbox, so a busy
+// session cannot lose it.
+func (s *session) notify(seq uint64, drains *sync.WaitGroup) {
+	s.mu.Lock()
+	s.heard = max(s.heard, seq)
+	if s.draining {
+		s.mu.Unlock()
+		return
+	}
+	s.draining = true
+	s.mu.Unlock()
+	drains.Go(s.drain)
+}
+
+// drain applies the inbox in order, first catching up with any seq another
+// replica told of, until both are done.
 func (s *session) drain() {
 	for {
 		s.mu.Lock()
+		if heard := s.heard; heard > s.lab.Seq() {
+			s.mu.Unlock()
+			err := s.catchUp()
+			s.mu.Lock()
+			if s.heard == heard && (err != nil || heard > s.lab.Seq()) {
+				// The log had less than we were told (a resync's look), or
+				// could not be read: stop here; the next change or
+				// notification tries again, and a change that conflicts
+				// catches up on its own.
+				s.heard = s.lab.Seq()
+			}
+			s.mu.Unlock()
+			continue
+		}
 		if len(s.inbox) == 0 {
 			s.draining = false
 			s.inbox = s.inbox[:0]
@@ -198,57 +242,128 @@ func (s *session) apply(p pending) {
 		s.refuse(p, errPredictionRequired)
 		return
 	}
-	ev, err := s.lab.Decide(p.cmd, s.limits)
-	if err != nil {
-		s.refuse(p, err)
-		return
-	}
-	if err := s.caps.check(ev, s.runs, s.renames, s.lab.Seq()); err != nil {
-		s.refuse(p, err)
-		return
-	}
-	notice, run, err := s.lab.Preview(ev)
-	if err != nil {
-		s.refuse(p, err)
-		return
-	}
-	first := s.lab.Seq() == 0
-	if first {
-		addr := ""
-		if p.from != nil {
-			addr = p.from.remote
+	for conflicts := 0; ; conflicts++ {
+		ev, err := s.lab.Decide(p.cmd, s.limits)
+		if err == nil {
+			err = s.caps.check(ev, s.runs, s.renames, s.lab.Seq())
 		}
-		if err := s.reserve(s, addr); err != nil {
+		var notice, run string
+		if err == nil {
+			notice, run, err = s.lab.Preview(ev)
+		}
+		if err != nil {
+			// With other replicas a refusal is final only once the
+			// session has caught up: the command may name what another
+			// replica has just stored (a message queued from a tab there).
+			if s.shared && conflicts < maxConflicts {
+				seq := s.lab.Seq()
+				if s.catchUp() == nil && s.lab.Seq() > seq {
+					continue
+				}
+			}
 			s.refuse(p, err)
 			return
 		}
-	}
-	now := s.now().UTC().Truncate(time.Millisecond)
-	rec := store.Record{Session: s.id, Seq: s.lab.Seq() + 1, Time: now, Event: ev, Run: run, Notice: notice}
-	started := time.Now()
-	err = s.store.Append(context.Background(), rec)
-	s.metrics.appendLatency.Observe(time.Since(started).Seconds())
-	if err != nil {
+		first := s.lab.Seq() == 0
 		if first {
-			s.unreserve(s)
+			addr := ""
+			if p.from != nil {
+				addr = p.from.remote
+			}
+			if err := s.reserve(s, addr); err != nil {
+				s.refuse(p, err)
+				return
+			}
 		}
-		s.refuse(p, fmt.Errorf("%w: %w", errCannotSave, err))
+		now := s.now().UTC().Truncate(time.Millisecond)
+		rec := store.Record{Session: s.id, Seq: s.lab.Seq() + 1, Time: now, Event: ev, Run: run, Notice: notice}
+		started := time.Now()
+		err = s.store.Append(context.Background(), rec)
+		s.metrics.appendLatency.Observe(time.Since(started).Seconds())
+		if errors.Is(err, store.ErrSeqTaken) {
+			// Another replica stored this seq: the session is stored (a
+			// first change keeps its reservation), and the command is
+			// decided again on the caught-up state.
+			s.metrics.seqConflicts.Inc()
+			if conflicts == maxConflicts {
+				s.refuse(p, errSessionBusy)
+				return
+			}
+			if err := s.catchUp(); err != nil {
+				s.refuse(p, fmt.Errorf("%w: %w", errCannotSave, err))
+				return
+			}
+			continue
+		}
+		if err != nil {
+			if first {
+				s.unreserve(s)
+			}
+			s.refuse(p, fmt.Errorf("%w: %w", errCannotSave, err))
+			return
+		}
+		if _, err := s.lab.Apply(ev); err != nil {
+			// Preview accepted ev, so this cannot happen; the stored record
+			// would then disagree with the session, which a restart resolves.
+			s.refuse(p, fmt.Errorf("applying a stored event: %w", err))
+			return
+		}
+		delivered := ev.Kind == model.MessageDelivered || ev.Kind == model.MessageInjected && ev.Deliver
+		if delivered {
+			s.metrics.deliveries.WithLabelValues(notice).Inc()
+		}
+		if ev.Kind == model.MessageInjected {
+			s.metrics.injections.WithLabelValues(injectMode(ev.Deliver)).Inc()
+		}
+		s.publish(ev, notice, now)
+		if p.done != nil {
+			p.done <- outcome{notice: notice, delivered: delivered}
+		}
 		return
 	}
+}
+
+// maxConflicts bounds how often one change is decided again after another
+// replica took its seq (or stored what a refusal may have missed); past it
+// the change is refused as busy. Each retry first catches up, so only a
+// session changed on other replicas faster than one round trip to the
+// database runs out.
+const maxConflicts = 32
+
+// catchUp reads the events other replicas stored after the lab's seq,
+// applies them and publishes each, exactly as if decided here, so every
+// replica's tabs and watchers get the same frames in the same order. A
+// session made here in memory that another replica stored first becomes
+// stored here too. Only the drainer calls it.
+func (s *session) catchUp() error {
+	recs, err := s.store.EventsAfter(context.Background(), s.id, s.lab.Seq())
+	if err != nil {
+		return fmt.Errorf("catching up session %s: %w", s.id, err)
+	}
+	if len(recs) > 0 && s.lab.Seq() == 0 {
+		// Counted as stored; past the cap it is held all the same, since
+		// the log has it.
+		_ = s.reserve(s, "")
+	}
+	for _, r := range recs {
+		if r.Seq != s.lab.Seq()+1 {
+			return fmt.Errorf("catching up session %s: stored seq %d follows seq %d", s.id, r.Seq, s.lab.Seq())
+		}
+		if _, err := s.lab.Apply(r.Event); err != nil {
+			return fmt.Errorf("catching up session %s: applying seq %d: %w", s.id, r.Seq, err)
+		}
+		s.metrics.replicaEvents.Inc()
+		s.publish(r.Event, r.Notice, r.Time)
+	}
+	return nil
+}
+
+// publish counts ev, moves the step clock, and hands the state after ev,
+// and its timeline entry, to every tab and watcher, and tells the
+// overview. Only the drainer calls it, right after applying ev (decided
+// here, or read from the log).
+func (s *session) publish(ev model.Event, notice string, now time.Time) {
 	s.count(ev)
-	if _, err := s.lab.Apply(ev); err != nil {
-		// Preview accepted ev, so this cannot happen; the stored record
-		// would then disagree with the session, which a restart resolves.
-		s.refuse(p, fmt.Errorf("applying a stored event: %w", err))
-		return
-	}
-	delivered := ev.Kind == model.MessageDelivered || ev.Kind == model.MessageInjected && ev.Deliver
-	if delivered {
-		s.metrics.deliveries.WithLabelValues(notice).Inc()
-	}
-	if ev.Kind == model.MessageInjected {
-		s.metrics.injections.WithLabelValues(injectMode(ev.Deliver)).Inc()
-	}
 	if s.lab.Seq() == 1 {
 		// A session begins with its first event, as the store dates it,
 		// so that a restart agrees on the time on the current step.
@@ -283,9 +398,6 @@ func (s *session) apply(p pending) {
 	}
 	s.mu.Unlock()
 	s.changed()
-	if p.done != nil {
-		p.done <- outcome{notice: notice, delivered: delivered}
-	}
 }
 
 // count adds ev to the run and rename counts (eventCaps). Called by the

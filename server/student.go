@@ -83,6 +83,10 @@ func (s *Server) studentSocket(c echo.Context) error {
 	defer s.handlers.Done()
 	var sess *session
 	if refused == nil {
+		if _, held := s.find(id); !held {
+			// Another replica may have made it: read it from the store.
+			s.discover(c.Request().Context(), id)
+		}
 		sess, refused = s.admit(id)
 	}
 	if refused != nil {

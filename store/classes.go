@@ -91,6 +91,9 @@ type Classes interface {
 	RemoveMembers(ctx context.Context, sessions []string) error
 	// Members lists every member of every class, by class then join time.
 	Members(ctx context.Context) ([]Member, error)
+	// MemberOf returns the membership of one session, or ErrNotFound (a
+	// replica reading a session another one made).
+	MemberOf(ctx context.Context, session string) (Member, error)
 	// SaveLogin stores a login, first deleting logins that expired by now
 	// and, past keep logins, the ones that expire soonest.
 	SaveLogin(ctx context.Context, l Login, now time.Time, keep int) error

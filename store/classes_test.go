@@ -12,7 +12,7 @@ import (
 	"github.com/toolcall-lab/lab/model"
 )
 
-// classStore is what both implementations offer for classes.
+// classStore is what every implementation offers for classes.
 type classStore interface {
 	store
 	Classes
@@ -20,8 +20,9 @@ type classStore interface {
 
 func classStores() map[string]func(t *testing.T) classStore {
 	return map[string]func(t *testing.T) classStore{
-		"memory": func(*testing.T) classStore { return NewMemory() },
-		"sqlite": func(t *testing.T) classStore { return openTemp(t, Options{}) },
+		"memory":   func(*testing.T) classStore { return NewMemory() },
+		"sqlite":   func(t *testing.T) classStore { return openTemp(t, Options{}) },
+		"postgres": func(t *testing.T) classStore { return openPG(t) },
 	}
 }
 
@@ -125,6 +126,12 @@ func TestMembers(t *testing.T) {
 			}
 			if got, err := s.Members(ctx); err != nil || !reflect.DeepEqual(got, []Member{ada, bob, ada2}) {
 				t.Fatalf("Members = %v %+v", err, got)
+			}
+			if got, err := s.MemberOf(ctx, "s2"); err != nil || got != bob {
+				t.Fatalf("MemberOf(s2) = %v %+v, want %+v", err, got, bob)
+			}
+			if _, err := s.MemberOf(ctx, "s4"); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("MemberOf a session that joined nothing: %v, want ErrNotFound", err)
 			}
 
 			// Deleting a session frees its name.

@@ -46,6 +46,9 @@ func (m *Memory) Append(_ context.Context, r Record) error {
 		m.sessions[r.Session] = s
 	}
 	if want := uint64(len(s.records)) + 1; r.Seq != want {
+		if r.Seq < want {
+			return fmt.Errorf("appending to session %s seq %d: %w", r.Session, r.Seq, ErrSeqTaken)
+		}
 		return fmt.Errorf("appending to session %s: seq %d, want %d", r.Session, r.Seq, want)
 	}
 	s.records = append(s.records, r)
@@ -79,14 +82,19 @@ func bySessionAge(a, b Session) int {
 }
 
 // Events returns one session's records in order; none for an unknown session.
-func (m *Memory) Events(_ context.Context, id string) ([]Record, error) {
+func (m *Memory) Events(ctx context.Context, id string) ([]Record, error) {
+	return m.EventsAfter(ctx, id, 0)
+}
+
+// EventsAfter returns one session's records after seq after, in order.
+func (m *Memory) EventsAfter(_ context.Context, id string, after uint64) ([]Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		return nil, ErrClosed
 	}
-	if s := m.sessions[id]; s != nil {
-		return slices.Clone(s.records), nil
+	if s := m.sessions[id]; s != nil && after < uint64(len(s.records)) {
+		return slices.Clone(s.records[after:]), nil
 	}
 	return nil, nil
 }

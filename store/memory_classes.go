@@ -245,6 +245,20 @@ func (m *Memory) Members(context.Context) ([]Member, error) {
 	return out, nil
 }
 
+// MemberOf returns one session's membership.
+func (m *Memory) MemberOf(_ context.Context, session string) (Member, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return Member{}, ErrClosed
+	}
+	mem, ok := m.classes.members[session]
+	if !ok {
+		return Member{}, ErrNotFound
+	}
+	return mem, nil
+}
+
 // SaveLogin stores a login after dropping expired ones and, past keep, the
 // soonest to expire.
 func (m *Memory) SaveLogin(_ context.Context, l Login, now time.Time, keep int) error {

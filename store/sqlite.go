@@ -547,6 +547,9 @@ func (s *SQLite) Append(ctx context.Context, r Record) error {
 			}
 		}
 		if uint64(w.seq) != last+1 {
+			if uint64(w.seq) <= last {
+				return ErrSeqTaken
+			}
 			return fmt.Errorf("seq %d, want %d", w.seq, last+1)
 		}
 		s.txSeqs[w.session] = uint64(w.seq)
@@ -657,13 +660,18 @@ func (s *SQLite) Sessions(ctx context.Context) ([]Session, error) {
 
 // Events returns one session's records in order; none for an unknown session.
 func (s *SQLite) Events(ctx context.Context, id string) ([]Record, error) {
+	return s.EventsAfter(ctx, id, 0)
+}
+
+// EventsAfter returns one session's records after seq after, in order.
+func (s *SQLite) EventsAfter(ctx context.Context, id string, after uint64) ([]Record, error) {
 	select {
 	case <-s.quit:
 		return nil, ErrClosed
 	default:
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+eventCols+` FROM events WHERE session = ?
-		UNION ALL SELECT `+eventCols+` FROM recent WHERE session = ? ORDER BY seq`, id, id)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+eventCols+` FROM events WHERE session = ? AND seq > ?
+		UNION ALL SELECT `+eventCols+` FROM recent WHERE session = ? AND seq > ? ORDER BY seq`, id, int64(after), id, int64(after))
 	if err != nil {
 		return nil, fmt.Errorf("reading session %s from %s: %w", id, s.path, err)
 	}

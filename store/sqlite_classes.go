@@ -299,6 +299,24 @@ func (s *SQLite) Members(ctx context.Context) ([]Member, error) {
 	return out, nil
 }
 
+// MemberOf returns one session's membership.
+func (s *SQLite) MemberOf(ctx context.Context, session string) (Member, error) {
+	if s.closed() {
+		return Member{}, ErrClosed
+	}
+	m := Member{Session: session}
+	var joined int64
+	err := s.db.QueryRowContext(ctx, `SELECT class, name, joined FROM members WHERE session = ?`, session).Scan(&m.Class, &m.Name, &joined)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Member{}, ErrNotFound
+	}
+	if err != nil {
+		return Member{}, fmt.Errorf("reading the membership of %s from %s: %w", session, s.path, err)
+	}
+	m.Joined = time.UnixMilli(joined).UTC()
+	return m, nil
+}
+
 // SaveLogin stores a login after dropping expired ones and, past keep, the
 // soonest to expire.
 func (s *SQLite) SaveLogin(ctx context.Context, l Login, now time.Time, keep int) error {

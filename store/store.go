@@ -3,8 +3,10 @@
 // state is the fold of its records' events through model.Lab, so the log is
 // the one source of truth for state, timeline and export.
 //
-// Two implementations share one behaviour: SQLite (durable, group commit)
-// and Memory (for tests and demos; gone when the process exits).
+// Three implementations share one behaviour: SQLite (durable, group
+// commit; the default), Postgres (shared by several replicas, with a
+// notification per append) and Memory (for tests and demos; gone when the
+// process exits).
 package store
 
 import (
@@ -35,6 +37,12 @@ type Session struct {
 
 // ErrClosed refuses work after Close.
 var ErrClosed = errors.New("the store is closed")
+
+// ErrSeqTaken refuses an append whose (session, seq) is already stored:
+// another replica appended that seq first. The caller reads the events it
+// lacks (EventsAfter), applies them and decides again. With one process
+// (SQLite, Memory) it never happens.
+var ErrSeqTaken = errors.New("the seq is already taken")
 
 // Kind is the text the log and the exports use for an event's kind: the
 // model's one vocabulary (model.Event.KindName).

@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
+	"github.com/toolcall-lab/lab/internal/pgtest"
 	"github.com/toolcall-lab/lab/model"
 )
 
@@ -43,11 +45,12 @@ func sample(session string) []Record {
 	return out
 }
 
-// store is what both implementations offer.
+// store is what every implementation offers.
 type store interface {
 	Append(context.Context, Record) error
 	Sessions(context.Context) ([]Session, error)
 	Events(context.Context, string) ([]Record, error)
+	EventsAfter(context.Context, string, uint64) ([]Record, error)
 	Delete(context.Context, []string) error
 	Ready(context.Context) error
 	Close() error
@@ -63,13 +66,30 @@ func openTemp(t testing.TB, opt Options) *SQLite {
 	return s
 }
 
+// openPG opens a Postgres store on a database of its own (pgtest).
+func openPG(t testing.TB) *Postgres {
+	t.Helper()
+	s, err := OpenPostgres(context.Background(), pgtest.Database(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// implementations opens each store; Postgres skips (pgtest) where there is
+// no PostgreSQL.
+var implementations = map[string]func(t *testing.T) store{
+	"memory":   func(*testing.T) store { return NewMemory() },
+	"sqlite":   func(t *testing.T) store { return openTemp(t, Options{}) },
+	"postgres": func(t *testing.T) store { return openPG(t) },
+}
+
 func TestStores(t *testing.T) {
 	t.Parallel()
-	for name, open := range map[string]func(t *testing.T) store{
-		"memory": func(*testing.T) store { return NewMemory() },
-		"sqlite": func(t *testing.T) store { return openTemp(t, Options{}) },
-	} {
+	for name, open := range implementations {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			s := open(t)
 			a, b := sample("a"), sample("b")[:2]
@@ -78,12 +98,25 @@ func TestStores(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := s.Append(ctx, a[0]); err == nil {
-				t.Fatal("a second seq 1 was accepted")
+			// Another replica's seq 1 or seq 3: taken, whatever the event.
+			for _, r := range []Record{a[0], b[0], {Session: "a", Seq: 3, Time: t0, Event: a[5].Event}} {
+				if err := s.Append(ctx, r); !errors.Is(err, ErrSeqTaken) {
+					t.Fatalf("appending a taken seq %d: %v, want ErrSeqTaken", r.Seq, err)
+				}
 			}
 			got, err := s.Events(ctx, "a")
 			if err != nil || !reflect.DeepEqual(got, a) {
 				t.Fatalf("Events(a) = %v\n%+v\nwant %+v", err, got, a)
+			}
+			for _, after := range []uint64{0, 3, 7, 8, 9} {
+				got, err := s.EventsAfter(ctx, "a", after)
+				want := a[min(after, uint64(len(a))):]
+				if err != nil || len(got) != len(want) || len(want) > 0 && !reflect.DeepEqual(got, want) {
+					t.Fatalf("EventsAfter(a, %d) = %v %+v, want %+v", after, err, got, want)
+				}
+			}
+			if got, err := s.EventsAfter(ctx, "nobody", 0); err != nil || len(got) != 0 {
+				t.Fatalf("EventsAfter(nobody) = %v %+v", err, got)
 			}
 			sessions, err := s.Sessions(ctx)
 			want := []Session{{ID: "a", Name: "Ada \u2713", Created: t0, LastActive: a[len(a)-1].Time}, {ID: "b", Created: t0, LastActive: b[1].Time}}
@@ -320,21 +353,141 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
-// TestSQLiteKeepsTextExactly: notices quote replies, which may hold NUL and
-// any Unicode; the log must give them back byte for byte.
-func TestSQLiteKeepsTextExactly(t *testing.T) {
+// TestStoresKeepTextExactly: notices quote replies, which may hold NUL and
+// any Unicode, or bytes that are not UTF-8 at all; every store must give
+// them back byte for byte.
+func TestStoresKeepTextExactly(t *testing.T) {
 	t.Parallel()
-	s := openTemp(t, Options{})
+	for name, open := range implementations {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := open(t)
+			ctx := context.Background()
+			weird := "\x00 é \U0001F600 \xff"
+			recs := sample("a")[:2]
+			recs[0].Notice = "Accepted completion: " + weird
+			recs[0].Run = "run-\x001"
+			recs[0].Event.Message.Raw = weird
+			recs[1].Event.Message.Key = model.Key{RunID: "r" + weird, CallID: "c" + weird}
+			rename := Record{Session: "a", Seq: 3, Time: t0, Event: model.Event{Kind: model.Renamed, By: model.Student, Name: "n" + weird}}
+			recs = append(recs, rename)
+			for _, r := range recs {
+				if err := s.Append(ctx, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := s.Events(ctx, "a")
+			if err != nil || !reflect.DeepEqual(got, recs) {
+				t.Fatalf("%v\n%+v\nwant %+v", err, got, recs)
+			}
+			if ss, err := s.Sessions(ctx); err != nil || len(ss) != 1 || ss[0].Name != rename.Event.Name {
+				t.Fatalf("Sessions = %v %+v, want the name %q", err, ss, rename.Event.Name)
+			}
+		})
+	}
+}
+
+// TestPostgresReopensAndRefusesNewer: a second open (another replica, a
+// restart) finds the data and migrates nothing; a schema from a newer
+// release stops the lab with an error that says so.
+func TestPostgresReopensAndRefusesNewer(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Database(t)
 	ctx := context.Background()
-	r := sample("a")[0]
-	r.Notice = "Accepted completion: \x00 é \U0001F600 \xff"
-	r.Run = "run-\x001"
-	if err := s.Append(ctx, r); err != nil {
+	s, err := OpenPostgres(ctx, url)
+	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Events(ctx, "a")
-	if err != nil || len(got) != 1 || got[0].Notice != r.Notice || got[0].Run != r.Run || got[0].Event != r.Event {
-		t.Fatalf("%v %+v", err, got)
+	for _, r := range sample("a") {
+		if err := s.Append(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other, err := OpenPostgres(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := other.Events(ctx, "a"); err != nil || !reflect.DeepEqual(got, sample("a")) {
+		t.Fatalf("the second store reads %v %+v", err, got)
+	}
+	other.Close()
+	if _, err := s.pool.Exec(ctx, `UPDATE schema_version SET version = $1`, PGSchemaVersion()+1); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s, err := OpenPostgres(ctx, url); err == nil || !strings.Contains(err.Error(), "newer") {
+		if s != nil {
+			s.Close()
+		}
+		t.Fatalf("newer schema: %v", err)
+	}
+	if _, err := OpenPostgres(ctx, "postgres://nobody:secret@127.0.0.1:1/none?connect_timeout=2"); err == nil || strings.Contains(err.Error(), "secret") {
+		t.Fatalf("unreachable database: %v, want an error without the password", err)
+	}
+}
+
+// TestPostgresListen: every committed append, from any store on the
+// database, is heard as (session, seq); a refused one is not; a deletion is
+// heard as seq 0; a session another replica deleted takes no append but a
+// new first one.
+func TestPostgresListen(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Database(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := OpenPostgres(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := OpenPostgres(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	heard := make(chan string, 16)
+	ready := make(chan struct{})
+	listened := make(chan error, 1)
+	go func() {
+		listened <- a.Listen(ctx, func() { close(ready) }, func(id string, seq uint64) { heard <- fmt.Sprint(id, " ", seq) })
+	}()
+	select {
+	case <-ready:
+	case err := <-listened:
+		t.Fatalf("Listen returned before ready: %v", err)
+	}
+	recs := sample("s")
+	for i, st := range []store{a, b, a} {
+		if err := st.Append(ctx, recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Append(ctx, recs[1]); !errors.Is(err, ErrSeqTaken) {
+		t.Fatalf("taken seq: %v", err)
+	}
+	if err := b.Delete(ctx, []string{"s", "unknown"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Append(ctx, recs[3]); err == nil || errors.Is(err, ErrSeqTaken) {
+		t.Fatalf("append to a deleted session: %v, want a refusal that is not ErrSeqTaken", err)
+	}
+	if err := a.Append(ctx, recs[0]); err != nil {
+		t.Fatalf("a new first append after delete: %v", err)
+	}
+	var got []string
+	for len(got) < 6 {
+		select {
+		case h := <-heard:
+			got = append(got, h)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("heard only %q", got)
+		}
+	}
+	if want := []string{"s 1", "s 2", "s 3", "s 0", "unknown 0", "s 1"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("heard %q, want %q", got, want)
+	}
+	cancel()
+	if err := <-listened; err != nil {
+		t.Fatalf("Listen after its context ended: %v, want nil", err)
 	}
 }
 
@@ -518,5 +671,53 @@ func TestSQLiteRecentMoves(t *testing.T) {
 	}
 	if err := s.Append(ctx, recs[0]); err != nil {
 		t.Fatalf("seq 1 after a delete: %v", err)
+	}
+}
+
+// TestPostgresMigratesVersion2 opens a database of schema version 2 (no
+// prediction column), as a replica of the release before would have left
+// it: its deliveries read back without a prediction, new ones keep theirs.
+func TestPostgresMigratesVersion2(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Database(t)
+	ctx := context.Background()
+	old, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := []string{`CREATE TABLE schema_version (version integer NOT NULL)`, `INSERT INTO schema_version (version) VALUES (2)`}
+	stmts = append(append(append(stmts, pgMigrations[1]...), pgMigrations[2]...),
+		`INSERT INTO sessions (id, created) VALUES ('a', 0)`,
+		`INSERT INTO events (session, seq, time, actor, kind, message, message_kind, message_from, key_run, key_call, run, notice)
+			VALUES ('a', 1, 0, 'student', 'queued', 1, 'deadline', 'student', 'run-1', 'lookup', 'run-1', 'Ready.')`,
+		`INSERT INTO events (session, seq, time, actor, kind, message, run, notice)
+			VALUES ('a', 2, 1, 'student', 'delivered', 1, 'run-1', 'Unresolved.')`)
+	for _, q := range stmts {
+		if _, err := old.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	old.Close(ctx)
+
+	s, err := OpenPostgres(ctx, url)
+	if err != nil {
+		t.Fatalf("opening a version 2 database: %v", err)
+	}
+	defer s.Close()
+	recs, err := s.Events(ctx, "a")
+	if err != nil || len(recs) != 2 || recs[1].Event.Kind != model.MessageDelivered || recs[1].Event.Prediction != model.NoPrediction {
+		t.Fatalf("events after migrating: %v %+v", err, recs)
+	}
+	next := Record{Session: "a", Seq: 3, Time: t0, Run: "run-1", Notice: "Still unresolved.",
+		Event: model.Event{Kind: model.MessageDelivered, By: model.Student, Message: model.Message{ID: 1}, Prediction: model.PredictUnresolved}}
+	if err := s.Append(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	if recs, err = s.Events(ctx, "a"); err != nil || len(recs) != 3 || recs[2].Event.Prediction != model.PredictUnresolved {
+		t.Fatalf("a new prediction after migrating: %v %+v", err, recs)
+	}
+	var v int
+	if err := s.pool.QueryRow(ctx, `SELECT version FROM schema_version`).Scan(&v); err != nil || v != PGSchemaVersion() {
+		t.Fatalf("schema version %d (%v), want %d", v, err, PGSchemaVersion())
 	}
 }

@@ -41,8 +41,8 @@ func buildLikeDockerfile(t *testing.T, dir string) string {
 }
 
 // TestBinary builds the binary once, as the container does, and tests it
-// as a process: what the image needs of it, SIGTERM, and a restart after
-// kill -9 that loses nothing.
+// as a process: what the image needs of it, SIGTERM, a restart after
+// kill -9 that loses nothing, and the same for one of two replicas.
 func TestBinary(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -51,6 +51,7 @@ func TestBinary(t *testing.T) {
 	bin := buildLikeDockerfile(t, t.TempDir())
 	t.Run("image", func(t *testing.T) { imageChecks(t, bin) })
 	t.Run("restart after kill", func(t *testing.T) { restartAfterKill(t, bin) })
+	t.Run("replica killed under load", func(t *testing.T) { replicaKilledUnderLoad(t, bin) })
 }
 
 func imageChecks(t *testing.T, bin string) {

@@ -38,7 +38,7 @@ type config struct {
 	logFormat       string
 	logLevel        slog.Level
 	showVersion     bool
-	data            string // SQLite file, or memoryData
+	data            string // SQLite file, memoryData, or a postgres:// URL
 	dataSync        string
 }
 
@@ -75,7 +75,7 @@ func settings(c *config) []setting {
 		{"max-held-bytes", "LAB_MAX_HELD_BYTES", "held reply text per session in bytes", intValue{&sc.Limits.MaxHeldBytes}},
 		{"max-receipts", "LAB_MAX_RECEIPTS", "deliveries recorded per session", intValue{&sc.Limits.MaxReceipts}},
 		{"shutdown-timeout", "LAB_SHUTDOWN_TIMEOUT", "how long shutdown waits for connections to close", durationValue{&c.shutdownTimeout}},
-		{"data", "LAB_DATA", "SQLite file holding the sessions (created with its directory on first run); " + memoryData + " keeps them in memory only", stringValue{&c.data}},
+		{"data", "LAB_DATA", "SQLite file holding the sessions (created with its directory on first run); " + memoryData + " keeps them in memory only; postgres://… shares them with other replicas", stringValue{&c.data}},
 		{"data-sync", "LAB_DATA_SYNC", "normal: a change survives kill -9 and restarts; full: also a power cut, for an fsync per commit", choiceValue{&c.dataSync, []string{"normal", "full"}}},
 		{"session-ttl", "LAB_SESSION_TTL", "idle time (no change, no open page) after which a session is deleted", durationValue{&sc.SessionTTL}},
 		{"log-format", "LAB_LOG_FORMAT", "log format: text or json", choiceValue{&c.logFormat, []string{"text", "json"}}},
@@ -466,7 +466,17 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 		scfg.InstructorToken, generated = rand.Text(), true
 	}
 	dataName := "the sessions"
-	if cfg.data != memoryData {
+	switch {
+	case store.IsPostgresURL(cfg.data):
+		st, err := store.OpenPostgres(ctx, cfg.data)
+		if err != nil {
+			return err // names the database, without its password
+		}
+		defer st.Close()
+		scfg.Store = st
+		dataName = st.Name()
+		log.Info("sessions are stored", "database", st.Name())
+	case cfg.data != memoryData:
 		st, err := store.OpenSQLite(cfg.data, store.Options{FullSync: cfg.dataSync == "full"})
 		if err != nil {
 			return err // names the file
@@ -476,7 +486,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 		scfg.Store = st
 		dataName = cfg.data
 		log.Info("sessions are stored", "file", cfg.data)
-	} else {
+	default:
 		log.Warn("sessions are kept in memory only and are lost when the lab stops")
 	}
 	// The lab starts (loads the sessions, starts its janitor) only once it

@@ -35,11 +35,12 @@ type bench struct {
 	labFlags      []string
 	labs          []string // lab configurations measured: default, memory
 	instructor    bool     // class: an instructor watches (lab only)
+	pgURL         string   // replicas: the PostgreSQL database both replicas share
 	self          string
 	stderr        io.Writer
 }
 
-var allScenarios = []string{"rtt", "class", "idle", "throughput", "slow", "scale"}
+var allScenarios = []string{"rtt", "class", "idle", "throughput", "slow", "scale", "replicas"}
 
 // allLabs are the lab's configurations: "default" is the lab started as the
 // README starts it (its SQLite file ./lab-data/lab.db, in a fresh temporary
@@ -78,7 +79,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*bench, error) {
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scen := fs.String("scenarios", "rtt,class,idle,throughput", "comma-separated scenarios: "+strings.Join(allScenarios, ", ")+" (scale is 5,000 connections, lab only, run once)")
+	scen := fs.String("scenarios", "rtt,class,idle,throughput", "comma-separated scenarios: "+strings.Join(allScenarios, ", ")+" (scale is 5,000 connections, lab only, run once; replicas is the class on two lab replicas sharing -pg, lab only)")
 	labs := fs.String("labs", "default,memory", "comma-separated lab configurations: default (SQLite file, as the README starts it), memory (-data :memory:)")
 	b := &bench{stderr: stderr}
 	fs.BoolVar(&b.instructor, "instructor", false, "class: an instructor connection watches the class on the lab, and its overview lag is reported")
@@ -93,6 +94,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*b
 	fs.IntVar(&b.scaleTabs, "scale-tabs", 2, "scale: tabs per session")
 	fs.DurationVar(&b.scaleInterval, "scale-interval", 2*time.Second, "scale: time between one session's ops, ±50%")
 	fs.StringVar(&b.labBin, "lab-bin", getenv("LABBENCH_LAB_BIN"), "lab binary to measure (default: go build ./cmd/lab into a temp dir)")
+	fs.StringVar(&b.pgURL, "pg", getenv("LAB_PG_URL"), "replicas: postgres:// URL of a scratch database both replicas use (default $LAB_PG_URL)")
 	labFlags := fs.String("lab-flags", "", `extra lab flags, space-separated, e.g. "-data /tmp/x.db"`)
 	short := fs.Bool("short", false, "a smoke run of a few seconds (CI): one rep, small loads")
 	err := fs.Parse(args[1:])
@@ -129,6 +131,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*b
 		return nil, errors.New("-duration and the intervals must be positive")
 	case b.sessions < 1 || b.tabs < 2 || b.idle < 1 || b.loops < 1 || b.reps < 1 || b.scaleSessions < 1 || b.scaleTabs < 2:
 		return nil, errors.New("-sessions, -idle, -loops, -reps and -scale-sessions must be at least 1, -tabs and -scale-tabs at least 2")
+	}
+	if slices.Contains(b.scenarios, "replicas") && b.pgURL == "" {
+		return nil, errors.New("the replicas scenario needs a PostgreSQL database: -pg or LAB_PG_URL")
 	}
 	b.labFlags = strings.Fields(*labFlags)
 	self, err := os.Executable()
@@ -228,6 +233,11 @@ func (b *bench) run(ctx context.Context, stdout io.Writer) error {
 				}
 				order = slices.DeleteFunc(order, func(t target) bool { return t.name == "baseline" })
 			}
+			if sc == "replicas" {
+				// Its own store (PostgreSQL), so one lab configuration
+				// stands for all; the baseline has no replicas.
+				order = slices.DeleteFunc(order, func(t target) bool { return t.name != b.labs[0] })
+			}
 			for _, t := range order {
 				fmt.Fprintf(b.stderr, "rep %d/%d: %s on %s\n", rep+1, b.reps, sc, t.name)
 				m, err := b.measure(ctx, sc, t)
@@ -257,6 +267,9 @@ func (b *bench) measure(ctx context.Context, sc string, t target) (m metrics, er
 			return nil, fmt.Errorf("making a working dir: %w", err)
 		}
 		defer os.RemoveAll(dir)
+	}
+	if sc == "replicas" {
+		return b.replicas(ctx, t)
 	}
 	srv, err := start(ctx, t.name, t.bin, dir, t.args, t.env)
 	if err != nil {
@@ -295,6 +308,34 @@ func (b *bench) measure(ctx context.Context, sc string, t target) (m metrics, er
 		return metrics{"last-tab p50 ms": r.last.ms(50), "last-tab p99 ms": r.last.ms(99), "ops": float64(r.sender.len())}, nil
 	}
 	return nil, fmt.Errorf("unknown scenario %q", sc)
+}
+
+// replicas runs the class on two replicas of the lab on one PostgreSQL
+// database, each session's tabs spread over both: the cross-replica
+// fan-out is the time from an op sent to a tab on the other replica
+// receiving its state (decide, append, notify, catch up, fan out).
+func (b *bench) replicas(ctx context.Context, t target) (m metrics, err error) {
+	args := append(slices.Clone(t.args), "-data", b.pgURL)
+	var srvs []*server
+	defer func() {
+		for _, s := range srvs {
+			err = errors.Join(err, s.stop())
+		}
+	}()
+	for _, name := range []string{"replica-a", "replica-b"} {
+		srv, err := start(ctx, name, t.bin, "", args, t.env)
+		if err != nil {
+			return nil, err
+		}
+		srvs = append(srvs, srv)
+	}
+	r, err := b.class(ctx, srvs[0], classShape{sessions: b.sessions, tabs: b.tabs, interval: b.interval, duration: b.duration, replicas: srvs})
+	if err != nil {
+		return nil, err
+	}
+	return metrics{"sender p50 ms": r.sender.ms(50), "sender p99 ms": r.sender.ms(99),
+		"cross-replica p50 ms": r.cross.ms(50), "cross-replica p99 ms": r.cross.ms(99),
+		"last-tab p99 ms": r.last.ms(99)}, nil
 }
 
 func (m metrics) String() string {
@@ -401,6 +442,12 @@ func rows(b *bench) []row {
 		{scenario: "slow", metric: "others p99 ms, slow"},
 		{scenario: "slow", metric: "slow ÷ no slow", goal: goal{def: 1.2, onLab: true}, derived: slowRatio,
 			headline: "a connection that never reads: the others' p99 with it ÷ without"},
+		{scenario: "replicas", metric: "sender p50 ms"},
+		{scenario: "replicas", metric: "sender p99 ms"},
+		{scenario: "replicas", metric: "cross-replica p50 ms"},
+		{scenario: "replicas", metric: "last-tab p99 ms"},
+		{scenario: "replicas", metric: "cross-replica p99 ms", goal: goal{def: 100, onLab: true},
+			headline: fmt.Sprintf("replicas: %d sessions × %d tabs on two replicas (PostgreSQL), a change reaching a tab on the other replica, p99 ms", b.sessions, b.tabs)},
 		{scenario: "scale", metric: "ops"},
 		{scenario: "scale", metric: "last-tab p50 ms"},
 		{scenario: "scale", metric: scaleName, goal: goal{def: 100, onLab: true}, derived: func(r results, server string) (float64, bool) {

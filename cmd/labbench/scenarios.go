@@ -297,6 +297,10 @@ type classShape struct {
 	duration       time.Duration
 	slow           bool
 	watch          bool // an instructor watches (lab only)
+	// replicas, when set, are lab replicas on one database: tab i of
+	// each session dials replicas[i % len], and each op's fan-out to tabs
+	// on another replica than its sender's is measured apart (cross).
+	replicas []*server
 }
 
 // classResult holds the latencies of a class run; lastSlow those of ops sent
@@ -304,6 +308,7 @@ type classShape struct {
 type classResult struct {
 	sender, last, lastSlow samples
 	watcher                samples // lab only: op sent to the instructor's overview showing it
+	cross                  samples // replicas: op sent to a tab on another replica receiving it
 }
 
 // op is one change in flight: who sent it, when, and who has seen it.
@@ -318,10 +323,11 @@ type op struct {
 }
 
 type classSession struct {
-	id   string
-	tabs []*websocket.Conn
-	res  *classResult
-	slow *atomic.Bool
+	id      string
+	tabs    []*websocket.Conn
+	replica []int // the replica each tab is on (all 0 without replicas)
+	res     *classResult
+	slow    *atomic.Bool
 
 	mu      sync.Mutex
 	ops     map[uint64]*op
@@ -355,12 +361,17 @@ func (b *bench) class(ctx context.Context, srv *server, shape classShape) (*clas
 	byID := make(map[string]*classSession, len(sessions))
 	for i := range sessions {
 		sessions[i] = &classSession{id: uuid.NewString(), res: res, slow: &slowOn, ops: make(map[uint64]*op),
-			unseen: make(map[uint64]time.Time), watched: watched, tabs: make([]*websocket.Conn, shape.tabs)}
+			unseen: make(map[uint64]time.Time), watched: watched, tabs: make([]*websocket.Conn, shape.tabs), replica: make([]int, shape.tabs)}
 		byID[sessions[i].id] = sessions[i]
 	}
 	err := parallel(shape.sessions*shape.tabs, 32, func(i int) error {
 		s := sessions[i/shape.tabs]
-		ws, err := dial(ctx, srv, s.id, nil)
+		to := srv
+		if n := len(shape.replicas); n > 0 {
+			s.replica[i%shape.tabs] = (i % shape.tabs) % n
+			to = shape.replicas[s.replica[i%shape.tabs]]
+		}
+		ws, err := dial(ctx, to, s.id, nil)
 		if err != nil {
 			return err
 		}
@@ -596,6 +607,9 @@ func (s *classSession) read(ctx context.Context, tab int, ws *websocket.Conn) {
 			}
 		} else {
 			o.seen++
+			if o.record && s.replica[tab] != s.replica[o.sender] {
+				s.res.cross.add(now.Sub(o.sent))
+			}
 			if o.seen == len(s.tabs)-1 && o.record {
 				if o.slow {
 					s.res.lastSlow.add(now.Sub(o.sent))

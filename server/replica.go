@@ -1,0 +1,185 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/toolcall-lab/lab/store"
+)
+
+// Several replicas on one database (docs/deploy.md). No replica owns a
+// session: each caches the sessions its clients use (session.lab at some
+// seq), decides changes there and appends them under the store's unique
+// (session, seq); the loser of a race catches up and decides again
+// (session.apply). The listener hears every append any replica commits,
+// as (session, seq), and has the session catch up and fan the change out
+// to this replica's tabs, watchers and overview. With SQLite or Memory
+// there is no listener and appends never conflict.
+
+// listener runs the store's Listen, again after each failure.
+//
+// Ownership: Start starts it (startListener) and keeps it in
+// Server.listener; Shutdown and Restart stop it (stop cancels and waits
+// for done, then for drains). Its goroutine reads sessions it has not
+// heard of and starts a drainer for each session it hears of
+// (session.notify), counted in drains; each drainer exits once its
+// session has caught up and its inbox is empty. connected is its own, read
+// by Ready.
+type listener struct {
+	cancel    context.CancelFunc
+	done      chan struct{} // closed when the goroutine has returned
+	connected atomic.Bool   // listening now: notifications are heard
+	drains    sync.WaitGroup
+}
+
+// isListener reports whether st is shared with other replicas.
+func isListener(st Store) bool {
+	_, ok := st.(Listener)
+	return ok
+}
+
+// listenRetry bounds the wait before listening again after a failure.
+const listenRetry = 2 * time.Second
+
+// startListener starts listening and waits for the first attempt: it
+// returns once notifications are heard (so that sessions loaded after it
+// miss nothing), or with the first attempt's error and nothing running.
+func (s *Server) startListener(l Listener) (*listener, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ln := &listener{cancel: cancel, done: make(chan struct{})}
+	first := make(chan error, 1)
+	go func() {
+		defer close(ln.done)
+		firstReady := true
+		for wait := 100 * time.Millisecond; ; wait = min(wait*2, listenRetry) {
+			err := l.Listen(ctx, func() {
+				ln.connected.Store(true)
+				wait = 100 * time.Millisecond
+				if firstReady {
+					// Start loads every session next; nothing to resync.
+					firstReady = false
+					first <- nil
+					return
+				}
+				s.resync(ctx, ln)
+			}, func(id string, seq uint64) { s.heard(ctx, ln, id, seq) })
+			ln.connected.Store(false)
+			if firstReady {
+				first <- err
+				return
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			s.log.Warn("listening for other replicas' changes; trying again", "err", err, "in", wait)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		}
+	}()
+	if err := <-first; err != nil {
+		cancel()
+		<-ln.done
+		return nil, err
+	}
+	return ln, nil
+}
+
+// stop ends the listener and waits for it. Called once (closeSockets takes
+// it out of the Server first).
+func (ln *listener) stop() {
+	ln.cancel()
+	<-ln.done
+	ln.drains.Wait()
+}
+
+// heard is told that another replica (or this one) stored seq of session
+// id: a session this replica holds catches up to it, one it does not is
+// read from the log, so instructors here see sessions made elsewhere. Seq
+// 0 says that a replica deleted the session: its tabs here are closed, as
+// they would be on that replica, and it is forgotten.
+func (s *Server) heard(ctx context.Context, ln *listener, id string, seq uint64) {
+	sess, ok := s.find(id)
+	if seq == 0 {
+		if ok {
+			s.closeTabs([]*session{sess})
+			s.forget([]string{id})
+		}
+		return
+	}
+	if !ok {
+		if sess = s.discover(ctx, id); sess == nil {
+			return
+		}
+	}
+	sess.notify(seq, &ln.drains)
+}
+
+// discover reads a session the server does not hold from the store and
+// holds it: a session another replica created, which a student here
+// reconnects to or an instructor here watches. It returns nil when the
+// store has no such session, cannot be read, or the server holds as many
+// sessions as it may (a student's connection then creates or refuses it
+// as usual). It does I/O, so it is called with no lock held.
+func (s *Server) discover(ctx context.Context, id string) *session {
+	recs, err := s.cfg.Store.Events(ctx, id)
+	if err != nil {
+		s.log.Warn("reading a session from the store", "session", id, "err", err)
+		return nil
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	info := store.Session{ID: id, Created: recs[0].Time, LastActive: recs[len(recs)-1].Time}
+	sess, err := restoreSession(info, recs, &s.cfg, s.metrics, s.overview.mark)
+	if err != nil {
+		s.log.Warn("reading a session from the store", "session", id, "err", err)
+		return nil
+	}
+	member, err := s.cfg.Store.MemberOf(ctx, id)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		s.log.Warn("reading a session's class from the store", "session", id, "err", err)
+		return nil
+	}
+	s.mu.Lock()
+	if held, ok := s.lookup(id); ok {
+		s.mu.Unlock()
+		return held // found meanwhile; it catches up by itself
+	}
+	if s.sessions[id] != nil || s.stored >= s.cfg.MaxSessions {
+		s.mu.Unlock()
+		return nil // being deleted here, or no room
+	}
+	s.holdStored(sess)
+	if member.Class != "" {
+		s.classOf[id] = member.Class
+	}
+	s.mu.Unlock()
+	s.overview.mark()
+	return sess
+}
+
+// resync runs after listening again: changes stored while nobody listened
+// went unheard, so every held session looks in the log, and sessions
+// created meanwhile are read.
+func (s *Server) resync(ctx context.Context, ln *listener) {
+	for _, sess := range s.allSessions() {
+		sess.notify(math.MaxUint64, &ln.drains)
+	}
+	infos, err := s.cfg.Store.Sessions(ctx)
+	if err != nil {
+		s.log.Warn("listing sessions after listening again", "err", err)
+		return
+	}
+	for _, info := range infos {
+		if _, ok := s.find(info.ID); !ok {
+			s.discover(ctx, info.ID)
+		}
+	}
+}

@@ -1,0 +1,387 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/toolcall-lab/lab/model"
+)
+
+// pgMigrations[v] takes a PostgreSQL schema from version v-1 to v, as
+// migrations does for SQLite. Never edit a released one: add the next.
+// Times are Unix milliseconds, UTC. Texts a reply can reach (its raw text,
+// the notice that quotes it, a deadline's captured identity, names) are
+// bytea: PostgreSQL's text holds neither NUL nor invalid UTF-8, and the log
+// gives text back byte for byte.
+var pgMigrations = [][]string{
+	1: {
+		`CREATE TABLE sessions (
+			id      text PRIMARY KEY,
+			name    bytea NOT NULL DEFAULT '',
+			created bigint NOT NULL
+		)`,
+		// A session's events go with it; an append to a session another
+		// replica has deleted fails on the reference instead of leaving
+		// events without their session.
+		`CREATE TABLE events (
+			session      text NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+			seq          bigint NOT NULL,
+			time         bigint NOT NULL,
+			actor        text NOT NULL,
+			kind         text NOT NULL,
+			message      bigint NOT NULL DEFAULT 0,
+			message_kind text NOT NULL DEFAULT '',
+			message_from text NOT NULL DEFAULT '',
+			raw          bytea NOT NULL DEFAULT '',
+			key_run      bytea NOT NULL DEFAULT '',
+			key_call     bytea NOT NULL DEFAULT '',
+			run          bytea NOT NULL DEFAULT '',
+			notice       bytea NOT NULL DEFAULT '',
+			PRIMARY KEY (session, seq)
+		)`,
+	},
+	2: pgClassesSchema, // store/postgres_classes.go
+	// 3: a delivery's prediction (model.Prediction's word, '' for none),
+	// as SQLite's version 4.
+	3: {
+		`ALTER TABLE events ADD COLUMN prediction text NOT NULL DEFAULT ''`,
+	},
+}
+
+// pgChannel is the LISTEN/NOTIFY channel every append notifies, with the
+// payload "<session> <seq>": a replica that hears of a seq it lacks reads
+// the events from the log, so the notification carries nothing else.
+const pgChannel = "lab_events"
+
+// IsPostgresURL reports whether data names a PostgreSQL database rather
+// than a SQLite file.
+func IsPostgresURL(data string) bool {
+	return strings.HasPrefix(data, "postgres://") || strings.HasPrefix(data, "postgresql://")
+}
+
+// Postgres is the store that several replicas share: one PostgreSQL
+// database, appends under PRIMARY KEY (session, seq), and a notification
+// on pgChannel for every committed append.
+//
+// Ownership: the pool is safe for concurrent use and owns its connections;
+// closed is set once by Close. Listen owns the one connection it opens, for
+// as long as it runs. No goroutine of its own beyond the pool's.
+type Postgres struct {
+	name   string // the URL without its password, for errors and logs
+	pool   *pgxpool.Pool
+	closed atomic.Bool
+
+	// Ready's last probe, as SQLite's: probeMu guards probedAt and
+	// probeErr; failed (an append failed since) makes the next call probe.
+	probeMu  sync.Mutex
+	probedAt time.Time
+	probeErr error
+	failed   atomic.Bool
+}
+
+// OpenPostgres connects to the database at rawURL, migrates it to
+// PGSchemaVersion and returns the store.
+func OpenPostgres(ctx context.Context, rawURL string) (*Postgres, error) {
+	name := redact(rawURL)
+	cfg, err := pgxpool.ParseConfig(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("reading the database address %s: %w", name, err)
+	}
+	if !strings.Contains(rawURL, "pool_max_conns=") {
+		// pgxpool's default, max(4, CPUs), makes a class's appends queue
+		// for a connection on a small machine: each append holds one for
+		// a round trip. The URL's pool_max_conns wins.
+		cfg.MaxConns = defaultPoolConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", name, err)
+	}
+	if err := pgMigrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("opening the lab's database %s: %w", name, err)
+	}
+	return &Postgres{name: name, pool: pool}, nil
+}
+
+// PGSchemaVersion is the PostgreSQL schema this build writes.
+func PGSchemaVersion() int { return len(pgMigrations) - 1 }
+
+// redact drops the password from a database URL.
+func redact(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "the database"
+	}
+	return u.Redacted()
+}
+
+// pgMigrate brings the schema forward in one transaction. Replicas that
+// start together serialize on an advisory lock, so each migration runs once.
+func pgMigrate(ctx context.Context, pool *pgxpool.Pool) error {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	// Any constant will do: it names the lab's migration lock.
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7153001)`); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL)`); err != nil {
+		return err
+	}
+	var v int
+	switch err := tx.QueryRow(ctx, `SELECT version FROM schema_version`).Scan(&v); {
+	case errors.Is(err, pgx.ErrNoRows):
+		if _, err := tx.Exec(ctx, `INSERT INTO schema_version (version) VALUES (0)`); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	}
+	if v > PGSchemaVersion() {
+		return fmt.Errorf("schema version %d is newer than this build knows (%d): run a newer lab", v, PGSchemaVersion())
+	}
+	for v++; v <= PGSchemaVersion(); v++ {
+		for _, stmt := range pgMigrations[v] {
+			if _, err := tx.Exec(ctx, stmt); err != nil {
+				return fmt.Errorf("migrating to schema version %d: %w", v, err)
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE schema_version SET version = $1`, v); err != nil {
+			return err
+		}
+	}
+	return tx.Commit(ctx)
+}
+
+// Name is the database's URL without its password.
+func (s *Postgres) Name() string { return s.name }
+
+func (s *Postgres) check() error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// Append stores r and notifies pgChannel, in one round trip and one
+// (implicit) transaction, and returns once it is committed. A seq already
+// stored is ErrSeqTaken.
+func (s *Postgres) Append(ctx context.Context, r Record) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	w, err := encode(r)
+	if err != nil {
+		return err
+	}
+	b := &pgx.Batch{}
+	if w.seq == 1 {
+		b.Queue(`INSERT INTO sessions (id, created) VALUES ($1, $2)`, w.session, w.timeMs)
+	}
+	b.Queue(`INSERT INTO events (session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice, prediction)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+		w.session, w.seq, w.timeMs, w.actor, w.kind, w.message, w.msgKind, w.msgFrom, w.raw,
+		[]byte(w.keyRun), []byte(w.keyCall), []byte(w.run), []byte(w.notice), w.prediction)
+	if r.Event.Kind == model.Renamed {
+		b.Queue(`UPDATE sessions SET name = $1 WHERE id = $2`, []byte(r.Event.Name), w.session)
+	}
+	b.Queue(`SELECT pg_notify($1, $2)`, pgChannel, w.session+" "+strconv.FormatInt(w.seq, 10))
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation: sessions' or events' key
+			err = ErrSeqTaken
+		} else {
+			s.failed.Store(true)
+		}
+		return fmt.Errorf("appending session %s seq %d to %s: %w", r.Session, r.Seq, s.name, err)
+	}
+	return nil
+}
+
+// Delete removes the sessions with their events, in one (implicit)
+// transaction, and notifies each as seq 0: other replicas drop them.
+func (s *Postgres) Delete(ctx context.Context, ids []string) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	b := &pgx.Batch{}
+	b.Queue(`DELETE FROM sessions WHERE id = ANY($1)`, ids)
+	b.Queue(notifyDeletedSQL, pgChannel, ids)
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("deleting %d sessions from %s: %w", len(ids), s.name, err)
+	}
+	return nil
+}
+
+// notifyDeletedSQL notifies each deleted session ($2) as "<session> 0".
+const notifyDeletedSQL = `SELECT pg_notify($1, id || ' 0') FROM unnest($2::text[]) AS id`
+
+// Ready commits a write that changes nothing: it fails when the database is
+// unreachable or read-only (a standby). As SQLite's, it probes at most once
+// every probeEvery (a flood of probes is not a flood of writes), and again
+// at once after an append failed.
+func (s *Postgres) Ready(ctx context.Context) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	s.probeMu.Lock()
+	defer s.probeMu.Unlock()
+	if !s.failed.Swap(false) && !s.probedAt.IsZero() && time.Since(s.probedAt) < probeEvery {
+		return s.probeErr
+	}
+	_, err := s.pool.Exec(ctx, `UPDATE schema_version SET version = version`)
+	if err != nil {
+		err = fmt.Errorf("writing to %s: %w", s.name, err)
+	}
+	s.probedAt, s.probeErr = time.Now(), err
+	return err
+}
+
+// Sessions lists the stored sessions, oldest first.
+func (s *Postgres) Sessions(ctx context.Context) ([]Session, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, name, created,
+		COALESCE((SELECT time FROM events WHERE session = sessions.id ORDER BY seq DESC LIMIT 1), created)
+		FROM sessions ORDER BY created, id`)
+	if err != nil {
+		return nil, fmt.Errorf("listing sessions in %s: %w", s.name, err)
+	}
+	var x Session
+	var name []byte
+	var created, last int64
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Session, error) {
+		if err := row.Scan(&x.ID, &name, &created, &last); err != nil {
+			return Session{}, err
+		}
+		x.Name = string(name)
+		x.Created, x.LastActive = time.UnixMilli(created).UTC(), time.UnixMilli(last).UTC()
+		return x, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing sessions in %s: %w", s.name, err)
+	}
+	return out, nil
+}
+
+// Events returns one session's records in order; none for an unknown session.
+func (s *Postgres) Events(ctx context.Context, id string) ([]Record, error) {
+	return s.EventsAfter(ctx, id, 0)
+}
+
+// EventsAfter returns one session's records after seq after, in order.
+func (s *Postgres) EventsAfter(ctx context.Context, id string, after uint64) ([]Record, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice, prediction
+		FROM events WHERE session = $1 AND seq > $2 ORDER BY seq`, id, int64(after))
+	if err != nil {
+		return nil, fmt.Errorf("reading session %s from %s: %w", id, s.name, err)
+	}
+	var w row
+	var keyRun, keyCall, run, notice []byte
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Record, error) {
+		if err := row.Scan(&w.session, &w.seq, &w.timeMs, &w.actor, &w.kind, &w.message, &w.msgKind, &w.msgFrom, &w.raw, &keyRun, &keyCall, &run, &notice, &w.prediction); err != nil {
+			return Record{}, err
+		}
+		w.keyRun, w.keyCall, w.run, w.notice = string(keyRun), string(keyCall), string(run), string(notice)
+		return decode(w)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading session %s from %s: %w", id, s.name, err)
+	}
+	return out, nil
+}
+
+// Listen calls notify with the session and seq of every append committed
+// to the database, by any replica, and with seq 0 for every session
+// deleted, from the moment it calls ready until ctx ends (it then returns
+// nil) or its connection fails (it returns the error; call it again). Between a failure and the next ready, appends go
+// unheard: whoever calls it catches up after ready. notify and ready run
+// in Listen's goroutine, one at a time.
+func (s *Postgres) Listen(ctx context.Context, ready func(), notify func(session string, seq uint64)) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	cfg := s.pool.Config().ConnConfig.Copy()
+	// Named, so that operators (and tests) tell it apart in pg_stat_activity.
+	cfg.RuntimeParams["application_name"] = ListenerName
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return listenError(ctx, fmt.Errorf("listening to %s: %w", s.name, err))
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+pgChannel); err != nil {
+		return listenError(ctx, fmt.Errorf("listening to %s: %w", s.name, err))
+	}
+	ready()
+	for {
+		// A wait that times out keeps the connection; a ping then tells a
+		// quiet channel from a database that went away without a word.
+		wait, cancel := context.WithTimeout(ctx, listenPing)
+		n, err := conn.WaitForNotification(wait)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil && pgconn.Timeout(err):
+			if err := conn.Ping(ctx); err != nil {
+				return listenError(ctx, fmt.Errorf("listening to %s: %w", s.name, err))
+			}
+			continue
+		case err != nil:
+			return listenError(ctx, fmt.Errorf("listening to %s: %w", s.name, err))
+		}
+		id, seqText, ok := strings.Cut(n.Payload, " ")
+		seq, err := strconv.ParseUint(seqText, 10, 64)
+		if !ok || err != nil {
+			continue // not ours: someone else notified the channel
+		}
+		notify(id, seq)
+	}
+}
+
+// defaultPoolConns is each replica's pool size unless the URL sets
+// pool_max_conns: PostgreSQL's default max_connections (100) then holds
+// three replicas and a listener each.
+const defaultPoolConns = 25
+
+// ListenerName is the application_name of each replica's listening
+// connection.
+const ListenerName = "lab listener"
+
+// listenPing is how long a quiet listening connection waits before it
+// checks that the database is still there.
+const listenPing = 5 * time.Second
+
+// listenError is nil once ctx has ended: stopping is not a failure.
+func listenError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// Close closes the pool; every later call fails with ErrClosed.
+func (s *Postgres) Close() error {
+	if !s.closed.Swap(true) {
+		s.pool.Close()
+	}
+	return nil
+}
