@@ -99,43 +99,55 @@ type Options struct {
 // reading, would put every session's row on a page of its own (about 1.7
 // pages written per append with 50 sessions appending, BENCHMARKS.md). The
 // mover takes recent's rows into events once a second, in chunks, through
-// the writer; a session's rows touched many times in that second are then
+// the group commit; a session's rows touched many times in that second are then
 // written once. Reads see both tables in one statement, so one snapshot.
 //
-// Ownership: one writer goroutine, started by OpenSQLite and stopped by
-// Close, owns every write. Appends hand it their work over reqs and wait for
-// the commit of the transaction their work went into; appends that arrive
-// while a transaction commits go together into the next one (group commit),
-// so many sessions share one fsync. Reads go straight to the connection pool:
-// WAL lets them run beside the writer.
+// Ownership: no goroutine of its own writes. Writes queue their requests
+// under mu; the first writer that finds no commit running becomes the
+// leader, commits everything queued in one transaction (group commit, so
+// many sessions share one commit) and hands the leadership to the oldest
+// request still queued, whose goroutine commits the next batch; the others
+// wait for their result. So an append with no one else writing commits on
+// its own goroutine, with no handoff, and a busy store still commits every
+// waiting append together. Reads go straight to the connection pool: WAL
+// lets them run beside the writer. The checkpointer goroutine (started by
+// OpenSQLite, stopped by Close) moves recent and checkpoints.
 type SQLite struct {
 	path     string
 	db       *sql.DB
 	maxBatch int
 	every    time.Duration
-	// wconn is the writer's own connection, and the statements prepared
+	// wconn is the writers' own connection, and the statements prepared
 	// on it once: parsing them again on every commit cost more than the
 	// commit, BEGIN and COMMIT included (database/sql's Tx parses both each
 	// time). inserts[n] inserts n rows into recent, prepared when first
-	// needed. All are owned by the writer goroutine (and OpenSQLite before
-	// it starts); args and rows are its scratch space.
+	// needed. All are owned by the leader (see SQLite); args, rows and
+	// batch are its scratch space.
 	wconn                                 *sql.Conn
 	begin, commitTx, rollback             *sql.Stmt
 	insertSession, renameSession, lastSeq *sql.Stmt
 	inserts                               [maxInsertRows + 1]*sql.Stmt
 	args                                  []any
 	rows                                  []*row
+	batch                                 []request
 
 	// seqs is the last committed seq of each session appended since open,
 	// and txSeqs those of the transaction being built (0: deleted in it);
-	// both are owned by the writer goroutine (requests' ops run on it). An
+	// both are owned by the leader (requests' ops run on it). An
 	// append must be its session's next seq, as in Memory: recent has no
 	// key that would refuse a duplicate.
 	seqs, txSeqs map[string]uint64
 
-	reqs      chan request  // unbuffered: a send succeeds only when the writer takes it
+	// mu guards queue (requests not yet taken into a batch, in arrival
+	// order), leading (some goroutine is the leader) and shut (Close has
+	// begun: no new requests); idle is signalled when leading turns false.
+	mu      sync.Mutex
+	idle    sync.Cond
+	queue   []request
+	leading bool
+	shut    bool
+
 	quit      chan struct{} // closed by Close
-	done      chan struct{} // closed by the writer when it has exited
 	cpDone    chan struct{} // closed by the checkpointer when it has exited
 	closeOnce sync.Once
 }
@@ -146,15 +158,19 @@ type SQLite struct {
 type request struct {
 	op  func(*sql.Conn) error
 	row *row
-	res chan error // buffered, 1
+	res chan error // buffered, 1; errLead passes the leadership
 }
+
+// errLead, sent on a queued request's res, makes its goroutine the leader
+// (see SQLite); its own result comes later on the same channel.
+var errLead = errors.New("store: lead the next commit")
 
 // maxInsertRows bounds the rows of one INSERT statement (13 parameters a
 // row; SQLite allows 32766).
 const maxInsertRows = 32
 
 // OpenSQLite opens (creating it and its directory on first use) the SQLite
-// file at path, migrates it to SchemaVersion and starts its writer.
+// file at path, migrates it to SchemaVersion and starts its checkpointer.
 func OpenSQLite(path string, opt Options) (*SQLite, error) {
 	if opt.MaxBatch <= 0 {
 		opt.MaxBatch = 256
@@ -194,7 +210,7 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 	}
 	s := &SQLite{
 		path: path, db: db, maxBatch: opt.MaxBatch, every: opt.every,
-		reqs: make(chan request), quit: make(chan struct{}), done: make(chan struct{}), cpDone: make(chan struct{}),
+		quit: make(chan struct{}), cpDone: make(chan struct{}),
 		seqs: make(map[string]uint64), txSeqs: make(map[string]uint64),
 	}
 	if s.wconn, err = db.Conn(context.Background()); err != nil {
@@ -215,7 +231,7 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 			return nil, fmt.Errorf("preparing statements on %s: %w", path, err)
 		}
 	}
-	go s.writer()
+	s.idle.L = &s.mu
 	// Rows a crash left in recent move first: seqs then covers every
 	// session with rows in recent.
 	if err := s.move(); err != nil {
@@ -265,29 +281,32 @@ func migrate(db *sql.DB) error {
 // Path is the file the store writes.
 func (s *SQLite) Path() string { return s.path }
 
-// writer is the one goroutine that writes; it exits when Close is called,
-// after committing the batch it holds.
-func (s *SQLite) writer() {
-	defer close(s.done)
-	batch := make([]request, 0, s.maxBatch)
-	for {
-		select {
-		case r := <-s.reqs:
-			batch = append(batch[:0], r)
-		case <-s.quit:
-			return
-		}
-	collect:
-		for len(batch) < s.maxBatch {
-			select {
-			case r := <-s.reqs:
-				batch = append(batch, r)
-			default:
-				break collect
-			}
-		}
-		s.commit(batch)
+// lead commits the queued requests in batches of up to maxBatch: the first
+// batch on this goroutine, then it hands the leadership to the goroutine of
+// the oldest request still queued (whose result it would otherwise delay),
+// or gives it up when none is.
+func (s *SQLite) lead() {
+	s.mu.Lock()
+	n := min(len(s.queue), s.maxBatch)
+	s.batch = append(s.batch[:0], s.queue[:n]...)
+	rest := copy(s.queue, s.queue[n:])
+	clear(s.queue[rest:])
+	s.queue = s.queue[:rest]
+	s.mu.Unlock()
+	if len(s.batch) > 0 {
+		s.commit(s.batch)
+		clear(s.batch)
 	}
+	s.mu.Lock()
+	if len(s.queue) == 0 {
+		s.leading = false
+		s.idle.Broadcast()
+		s.mu.Unlock()
+		return
+	}
+	next := s.queue[0].res
+	s.mu.Unlock()
+	next <- errLead
 }
 
 // commit runs the batch in one transaction. If it fails, each request is
@@ -377,24 +396,44 @@ func (s *SQLite) insertRows() error {
 	return nil
 }
 
-// write hands op to the writer and waits for its transaction's outcome.
-// Once handed over, it waits for the commit even if ctx ends: returning
-// early would report as failed a change that may yet be stored.
+// write runs op in a transaction (see SQLite) and returns its outcome.
+// Once queued, it waits for the commit even if ctx ends: returning early
+// would report as failed a change that may yet be stored.
 func (s *SQLite) write(ctx context.Context, op func(*sql.Conn) error) error {
-	return s.send(ctx, request{op: op, res: make(chan error, 1)})
+	return s.send(ctx, request{op: op})
 }
 
-// send hands r to the writer and waits for its transaction's outcome, as
-// write does.
+// resChans recycles requests' result channels: one is empty again once its
+// result has been received.
+var resChans = sync.Pool{New: func() any { return make(chan error, 1) }}
+
+// send queues r and waits for its transaction's outcome, as write does,
+// leading the commit when no one else does.
 func (s *SQLite) send(ctx context.Context, r request) error {
-	select {
-	case s.reqs <- r:
-	case <-s.quit:
-		return ErrClosed
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	return <-r.res
+	r.res = resChans.Get().(chan error)
+	s.mu.Lock()
+	if s.shut {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.queue = append(s.queue, r)
+	lead := !s.leading
+	s.leading = true
+	s.mu.Unlock()
+	if lead {
+		s.lead()
+	}
+	for {
+		err := <-r.res
+		if err != errLead {
+			resChans.Put(r.res)
+			return err
+		}
+		s.lead()
+	}
 }
 
 // eventCols are the columns events and recent share.
@@ -419,7 +458,7 @@ const (
 const moveChunk = 1024
 
 // move takes recent's rows into events, oldest first, a chunk per
-// transaction through the writer (appends waiting there commit between
+// transaction through the group commit (appends waiting there commit between
 // chunks), until the rows there when it started are all moved.
 func (s *SQLite) move() error {
 	ctx := context.Background()
@@ -451,7 +490,7 @@ func (s *SQLite) move() error {
 }
 
 // checkpointer moves recent appends into events and copies the write-ahead
-// log into the database once a second, beside the writer (a PASSIVE
+// log into the database once a second, beside the commits (a PASSIVE
 // checkpoint never blocks it), so that commits never wait for a checkpoint
 // and the log stays small. It stops with Close.
 func (s *SQLite) checkpointer() {
@@ -483,9 +522,9 @@ func (s *SQLite) Append(ctx context.Context, r Record) error {
 	if err != nil {
 		return err
 	}
-	// The writer checks the seq and writes the session's row here, then
+	// The leader checks the seq and writes the session's row here, then
 	// inserts w with the rest of its batch.
-	err = s.send(ctx, request{row: &w, res: make(chan error, 1), op: func(c *sql.Conn) error {
+	err = s.send(ctx, request{row: &w, op: func(c *sql.Conn) error {
 		last, ok := s.txSeqs[w.session]
 		if !ok {
 			last, ok = s.seqs[w.session]
@@ -615,14 +654,19 @@ func (s *SQLite) Events(ctx context.Context, id string) ([]Record, error) {
 	return out, nil
 }
 
-// Close commits what the writer holds, stops it and closes the file.
+// Close commits what is queued, refuses new writes and closes the file.
 func (s *SQLite) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
 		close(s.quit)
-		<-s.done
 		<-s.cpDone
-		s.wconn.Close() // the writer has exited
+		s.mu.Lock()
+		s.shut = true
+		for s.leading {
+			s.idle.Wait()
+		}
+		s.mu.Unlock()
+		s.wconn.Close() // no leader now, and none to come
 		s.checkpoint()
 		err = s.db.Close()
 	})

@@ -468,3 +468,85 @@ func TestSQLiteRecentMoves(t *testing.T) {
 		t.Fatalf("seq 1 after a delete: %v", err)
 	}
 }
+
+// TestSQLiteGroupCommit: many appenders at once, with batches small enough
+// that the leadership passes from appender to appender, all commit, each
+// session in order; Close while others still append commits what it
+// accepted and refuses the rest, and a reopen finds exactly what was
+// acknowledged.
+func TestSQLiteGroupCommit(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "lab.db")
+	s, err := OpenSQLite(path, Options{MaxBatch: 3, every: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const appenders, each = 16, 40
+	acked := make([]int, appenders) // appends acknowledged, by appender
+	var wg sync.WaitGroup
+	for a := range appenders {
+		wg.Go(func() {
+			id := fmt.Sprintf("s%d", a)
+			for seq := uint64(1); ; seq++ {
+				if seq > each && a < appenders/2 {
+					return // the rest append until Close
+				}
+				err := s.Append(ctx, walkthrough(id, seq))
+				if errors.Is(err, ErrClosed) {
+					return
+				}
+				if err != nil {
+					t.Errorf("%s seq %d: %v", id, seq, err)
+					return
+				}
+				acked[a] = int(seq)
+				if a%4 == 0 {
+					if err := s.Ready(ctx); err != nil && !errors.Is(err, ErrClosed) {
+						t.Errorf("ready: %v", err)
+					}
+				}
+			}
+		})
+	}
+	for a := range appenders / 2 {
+		id := fmt.Sprintf("s%d", a)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			got, err := s.Events(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) == each {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d events of %d", id, len(got), each)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if s, err = OpenSQLite(path, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for a := range appenders {
+		id := fmt.Sprintf("s%d", a)
+		got, err := s.Events(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != acked[a] {
+			t.Errorf("%s: %d events stored, %d acknowledged", id, len(got), acked[a])
+		}
+		for i, r := range got {
+			if want := walkthrough(id, uint64(i+1)); !reflect.DeepEqual(r, want) {
+				t.Fatalf("%s event %d: %+v, want %+v", id, i, r, want)
+			}
+		}
+	}
+}
