@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver; pure Go, no cgo
@@ -147,6 +148,12 @@ type SQLite struct {
 	leading bool
 	shut    bool
 
+	// appended counts the rows committed to recent since open; unmoved
+	// those not yet moved (more, after a Delete took some). The leader
+	// adds, the mover subtracts and reads them (see checkpointer).
+	appended, unmoved atomic.Int64
+	txRows            int64 // rows inserted by the transaction being built; the leader's
+
 	quit      chan struct{} // closed by Close
 	cpDone    chan struct{} // closed by the checkpointer when it has exited
 	closeOnce sync.Once
@@ -238,6 +245,7 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 		s.Close()
 		return nil, fmt.Errorf("opening the lab's data file %s: %w", path, err)
 	}
+	s.unmoved.Store(0) // the move subtracted rows appended before open
 	go s.checkpointer()
 	return s, nil
 }
@@ -329,7 +337,7 @@ func (s *SQLite) inTx(batch []request) error {
 		return fmt.Errorf("beginning a transaction: %w", err)
 	}
 	clear(s.txSeqs)
-	s.rows = s.rows[:0]
+	s.rows, s.txRows = s.rows[:0], 0
 	for _, r := range batch {
 		if r.row == nil {
 			// Any other work sees the rows appended before it.
@@ -355,6 +363,8 @@ func (s *SQLite) inTx(batch []request) error {
 		s.rollback.Exec()
 		return fmt.Errorf("committing: %w", err)
 	}
+	s.appended.Add(s.txRows)
+	s.unmoved.Add(s.txRows)
 	for id, seq := range s.txSeqs {
 		if seq == 0 {
 			delete(s.seqs, id)
@@ -391,6 +401,7 @@ func (s *SQLite) insertRows() error {
 		if err != nil {
 			return err
 		}
+		s.txRows += int64(n)
 		rows = rows[n:]
 	}
 	return nil
@@ -454,13 +465,18 @@ const (
 // arrive meanwhile wait behind it, and commit between chunks. A chunk must
 // hold many rows of each session for the move to write each page once:
 // 256 rows cost the appends of 50 closed loops 5 µs each more than 1,024
-// (BenchmarkAppendLoops), 64 rows 15 µs.
+// (BenchmarkAppendLoops), 64 rows 15 µs. The checkpointer moves only whole
+// chunks while appends keep coming (see checkpointer).
 const moveChunk = 1024
 
-// move takes recent's rows into events, oldest first, a chunk per
-// transaction through the group commit (appends waiting there commit between
-// chunks), until the rows there when it started are all moved.
-func (s *SQLite) move() error {
+// move takes all of recent's rows into events.
+func (s *SQLite) move() error { return s.moveChunks(false) }
+
+// moveChunks takes recent's rows into events, oldest first, a chunk per
+// transaction through the group commit (appends waiting there commit
+// between chunks), until the rows there when it started are all moved, or
+// with wholeOnly until fewer than a chunk are left.
+func (s *SQLite) moveChunks(wholeOnly bool) error {
 	ctx := context.Background()
 	var end sql.NullInt64
 	if err := s.db.QueryRowContext(ctx, `SELECT MAX(pos) FROM recent`).Scan(&end); err != nil {
@@ -471,7 +487,7 @@ func (s *SQLite) move() error {
 		if err := s.db.QueryRowContext(ctx, `SELECT MIN(pos) FROM recent`).Scan(&lo); err != nil {
 			return fmt.Errorf("moving recent events: %w", err)
 		}
-		if !lo.Valid || lo.Int64 > end.Int64 {
+		if !lo.Valid || lo.Int64 > end.Int64 || wholeOnly && end.Int64-lo.Int64+1 < moveChunk {
 			return nil
 		}
 		hi := min(lo.Int64+moveChunk-1, end.Int64)
@@ -479,7 +495,12 @@ func (s *SQLite) move() error {
 			if _, err := c.ExecContext(ctx, `INSERT INTO events (`+eventCols+`) SELECT `+eventCols+` FROM recent WHERE pos <= ? ORDER BY pos`, hi); err != nil {
 				return err
 			}
-			_, err := c.ExecContext(ctx, `DELETE FROM recent WHERE pos <= ?`, hi)
+			res, err := c.ExecContext(ctx, `DELETE FROM recent WHERE pos <= ?`, hi)
+			if err != nil {
+				return err
+			}
+			n, err := res.RowsAffected()
+			s.unmoved.Add(-n)
 			return err
 		})
 		if err != nil {
@@ -490,13 +511,19 @@ func (s *SQLite) move() error {
 }
 
 // checkpointer moves recent appends into events and copies the write-ahead
-// log into the database once a second, beside the commits (a PASSIVE
-// checkpoint never blocks it), so that commits never wait for a checkpoint
-// and the log stays small. It stops with Close.
+// log into the database, beside the commits (a PASSIVE checkpoint never
+// blocks them), so that commits never wait for a checkpoint and the log
+// stays small. It looks every second: when nothing was appended since the
+// last look it moves everything; otherwise it moves only whole chunks, so
+// that appends that wait behind a move wait once per moveChunk rows, not
+// once a second (a class of 30 sending 300 changes a second saw its p99
+// double with a move a second, BENCHMARKS.md), and each session's pages
+// are written once per chunk. It stops with Close.
 func (s *SQLite) checkpointer() {
 	defer close(s.cpDone)
 	tick := time.NewTicker(s.every)
 	defer tick.Stop()
+	last := s.appended.Load()
 	for {
 		select {
 		case <-s.quit:
@@ -504,7 +531,11 @@ func (s *SQLite) checkpointer() {
 		case <-tick.C:
 			// A failure is no one's change: the rows stay in recent, where
 			// reads find them, and the next tick tries again.
-			s.move()
+			n := s.appended.Load()
+			if idle := n == last; idle || s.unmoved.Load() >= moveChunk {
+				s.moveChunks(!idle)
+			}
+			last = n
 			s.checkpoint()
 		}
 	}

@@ -550,3 +550,61 @@ func TestSQLiteGroupCommit(t *testing.T) {
 		}
 	}
 }
+
+// TestSQLiteMovesWholeChunks: while appends keep coming the checkpointer
+// moves only whole chunks, leaving the rest in recent; once appends stop,
+// it moves everything.
+func TestSQLiteMovesWholeChunks(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "lab.db")
+	s, err := OpenSQLite(path, Options{every: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	count := func(s *SQLite, table string) (n int) {
+		t.Helper()
+		if err := s.db.QueryRow(`SELECT COUNT(*) FROM ` + table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	const rows = moveChunk + moveChunk/2
+	for seq := uint64(1); seq <= rows; seq++ {
+		if err := s.Append(ctx, walkthrough("a", seq)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := s.unmoved.Load(); got != rows {
+		t.Fatalf("unmoved %d, want %d", got, rows)
+	}
+	for range 2 {
+		if err := s.moveChunks(true); err != nil {
+			t.Fatal(err)
+		}
+		if r, e := count(s, "recent"), count(s, "events"); r != rows-moveChunk || e != moveChunk {
+			t.Fatalf("after moving whole chunks: recent %d, events %d", r, e)
+		}
+	}
+	if got := s.unmoved.Load(); got != rows-moveChunk {
+		t.Fatalf("unmoved %d, want %d", got, rows-moveChunk)
+	}
+	s.Close()
+	// Reopened with a checkpointer that looks often: nothing is appended,
+	// so it moves the rest.
+	if s, err = OpenSQLite(path, Options{every: 5 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Append(ctx, walkthrough("a", rows+1)); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); count(s, "recent") != 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("recent still holds %d rows with no appends coming", count(s, "recent"))
+		}
+	}
+	if got, err := s.Events(ctx, "a"); err != nil || len(got) != rows+1 {
+		t.Fatalf("%v: %d events, want %d", err, len(got), rows+1)
+	}
+}
