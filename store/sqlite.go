@@ -154,6 +154,10 @@ type SQLite struct {
 	appended, unmoved atomic.Int64
 	txRows            int64 // rows inserted by the transaction being built; the leader's
 
+	// resChans recycles requests' result channels: one is empty again
+	// once its result has been received.
+	resChans sync.Pool
+
 	quit      chan struct{} // closed by Close
 	cpDone    chan struct{} // closed by the checkpointer when it has exited
 	closeOnce sync.Once
@@ -414,17 +418,16 @@ func (s *SQLite) write(ctx context.Context, op func(*sql.Conn) error) error {
 	return s.send(ctx, request{op: op})
 }
 
-// resChans recycles requests' result channels: one is empty again once its
-// result has been received.
-var resChans = sync.Pool{New: func() any { return make(chan error, 1) }}
-
 // send queues r and waits for its transaction's outcome, as write does,
 // leading the commit when no one else does.
 func (s *SQLite) send(ctx context.Context, r request) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r.res = resChans.Get().(chan error)
+	r.res, _ = s.resChans.Get().(chan error)
+	if r.res == nil {
+		r.res = make(chan error, 1)
+	}
 	s.mu.Lock()
 	if s.shut {
 		s.mu.Unlock()
@@ -440,7 +443,7 @@ func (s *SQLite) send(ctx context.Context, r request) error {
 	for {
 		err := <-r.res
 		if err != errLead {
-			resChans.Put(r.res)
+			s.resChans.Put(r.res)
 			return err
 		}
 		s.lead()
