@@ -414,8 +414,16 @@ func (s *SQLite) insertRows() error {
 // write runs op in a transaction (see SQLite) and returns its outcome.
 // Once queued, it waits for the commit even if ctx ends: returning early
 // would report as failed a change that may yet be stored.
+//
+// It runs on a goroutine of its own, which it waits for: leading a commit
+// grows the goroutine's stack by the driver's depth, and a long-lived
+// caller would keep that stack (Ready on every WebSocket upgrade cost each
+// idle connection 1.8 KiB, BENCHMARKS.md). Append, the hot path, leads on
+// its caller's goroutine.
 func (s *SQLite) write(ctx context.Context, op func(*sql.Conn) error) error {
-	return s.send(ctx, request{op: op})
+	res := make(chan error, 1)
+	go func() { res <- s.send(ctx, request{op: op}) }()
+	return <-res
 }
 
 // send queues r and waits for its transaction's outcome, as write does,
