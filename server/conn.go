@@ -45,6 +45,10 @@ type conn struct {
 	limit        frameLimit    // used by the reader only
 	budget       int64         // Config.MaxConnOutboxBytes
 	total        *outboxBudget // all connections' outboxes together
+	// writeTimer closes the connection when a write takes longer than
+	// writeTimeout; made by the first write. Used by the flusher only
+	// (one at a time: see flushing).
+	writeTimer *time.Timer
 
 	mu      sync.Mutex
 	outbox  []outFrame
@@ -231,17 +235,29 @@ func (c *conn) flush(inline bool) {
 }
 
 // write sends one frame; a connection that cannot take it within the write
-// timeout is closed (by the library) and resyncs when it reconnects.
+// timeout is closed and resyncs when it reconnects. The deadline is the
+// connection's one timer, reset per write: a context with a timeout per
+// write cost an allocation and a timer of its own every frame.
 func (c *conn) write(frame []byte, typ string) bool {
 	// Counted before the write: the peer may read the frame before Write returns.
-	c.metrics.framesOut.WithLabelValues(typ).Inc()
-	ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout)
-	defer cancel()
-	if err := c.ws.Write(ctx, websocket.MessageText, frame); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			c.metrics.slowCloses.Inc()
-			c.log.Info("closing a connection that stopped reading", "timeout", c.writeTimeout)
-		}
+	if typ == "state" {
+		c.metrics.framesOutState.Inc()
+	} else {
+		c.metrics.framesOutErr.Inc()
+	}
+	if c.writeTimer == nil {
+		c.writeTimer = time.AfterFunc(c.writeTimeout, func() { c.ws.CloseNow() })
+	} else {
+		c.writeTimer.Reset(c.writeTimeout)
+	}
+	err := c.ws.Write(context.Background(), websocket.MessageText, frame)
+	if !c.writeTimer.Stop() {
+		// The timer closed the connection: this write, or the next, fails.
+		c.metrics.slowCloses.Inc()
+		c.log.Info("closing a connection that stopped reading", "timeout", c.writeTimeout)
+		err = errWriteTimeout
+	}
+	if err != nil {
 		c.ws.CloseNow()
 		return false
 	}
@@ -273,6 +289,9 @@ func (c *conn) closeCode(err error) int {
 	}
 	return int(websocket.CloseStatus(err))
 }
+
+// errWriteTimeout is a write that did not finish within the write timeout.
+var errWriteTimeout = errors.New("the write timed out")
 
 // finish marks the flusher gone for good after the connection broke.
 func (c *conn) finish() {
@@ -307,11 +326,11 @@ func (c *conn) readLoop(s *session) error {
 		}
 		cmd, err := decodeFrame(data, c.role)
 		if err != nil {
-			c.metrics.framesIn.WithLabelValues("invalid").Inc()
+			c.metrics.frameIn("invalid")
 			c.sendError(err)
 			continue
 		}
-		c.metrics.framesIn.WithLabelValues(frameType(cmd.Kind)).Inc()
+		c.metrics.frameIn(frameType(cmd.Kind))
 		s.submit(pending{cmd: cmd, from: c})
 	}
 }
@@ -329,7 +348,7 @@ func (c *conn) nextText() ([]byte, error) {
 		c.deferFlush()
 		switch {
 		case !c.limit.frames.Allow():
-			c.metrics.framesIn.WithLabelValues("invalid").Inc()
+			c.metrics.frameIn("invalid")
 			if !c.limit.refusals.Allow() {
 				c.metrics.refused.WithLabelValues("rate_limit").Inc()
 				c.close(closeRateAbuse)
@@ -338,7 +357,7 @@ func (c *conn) nextText() ([]byte, error) {
 			c.sendError(fmt.Errorf("%w: at most %g a second, %d at once; this one was not applied",
 				errTooManyFrames, float64(c.limit.frames.Limit()), c.limit.frames.Burst()))
 		case typ != websocket.MessageText:
-			c.metrics.framesIn.WithLabelValues("invalid").Inc()
+			c.metrics.frameIn("invalid")
 			c.sendError(badFrame("frames must be text messages holding JSON"))
 		case !utf8.Valid(data):
 			// RFC 6455 §8.1: a text frame that is not UTF-8 fails the connection.

@@ -89,11 +89,11 @@ func (c *conn) instructorLoop(s *Server, scope string, watched **session) error 
 		}
 		cmd, err := decodeInstructorFrame(data)
 		if err != nil {
-			c.metrics.framesIn.WithLabelValues("invalid").Inc()
+			c.metrics.frameIn("invalid")
 			c.sendError(err)
 			continue
 		}
-		c.metrics.framesIn.WithLabelValues(cmd.typ).Inc()
+		c.metrics.frameIn(cmd.typ)
 		if *watched != nil {
 			(*watched).unwatch(c)
 			*watched = nil

@@ -24,6 +24,24 @@ type metrics struct {
 	connectRefused *prometheus.CounterVec // by reason
 	seqConflicts   prometheus.Counter
 	replicaEvents  prometheus.Counter
+
+	// The frame counters of every known type, resolved once: looking a
+	// label up on every frame cost 1.4 % of the server's CPU. Read-only
+	// after newMetrics.
+	framesInBy                   map[string]prometheus.Counter
+	framesOutState, framesOutErr prometheus.Counter
+}
+
+// frameTypesIn are the values of lab_frames_in_total's type label.
+var frameTypesIn = []string{"start", "queueReply", "queueDeadline", "deliver", "rename", "watch", "unwatch", "invalid"}
+
+// frameIn counts a received frame of type typ.
+func (m *metrics) frameIn(typ string) {
+	if c, ok := m.framesInBy[typ]; ok {
+		c.Inc()
+		return
+	}
+	m.framesIn.WithLabelValues(typ).Inc()
 }
 
 func newMetrics(sessions func() float64) *metrics {
@@ -64,6 +82,11 @@ func newMetrics(sessions func() float64) *metrics {
 			Name: "lab_replica_events_total", Help: "Changes decided by another replica, read from the log and applied here.",
 		}),
 	}
+	m.framesInBy = make(map[string]prometheus.Counter, len(frameTypesIn))
+	for _, t := range frameTypesIn {
+		m.framesInBy[t] = m.framesIn.WithLabelValues(t)
+	}
+	m.framesOutState, m.framesOutErr = m.framesOut.WithLabelValues("state"), m.framesOut.WithLabelValues("error")
 	m.registry.MustRegister(
 		m.connections, m.framesIn, m.framesOut, m.refused, m.deliveries, m.injections,
 		m.appendLatency, m.slowCloses, m.connectRefused, m.seqConflicts, m.replicaEvents,

@@ -112,51 +112,74 @@ type Options struct {
 // sessions it carries. events, which keeps each session's rows together for
 // reading, would put every session's row on a page of its own (about 1.7
 // pages written per append with 50 sessions appending, BENCHMARKS.md). The
-// mover takes recent's rows into events once a second, in chunks, through
-// the writer; a session's rows touched many times in that second are then
-// written once. Reads see both tables in one statement, so one snapshot.
+// mover takes recent's rows into events in chunks of 1,024, through the
+// group commit (see checkpointer); a session's rows touched many times in
+// a chunk are then written once. Reads see both tables in one statement,
+// so one snapshot.
 //
-// Ownership: one writer goroutine, started by OpenSQLite and stopped by
-// Close, owns every write. Appends hand it their work over reqs and wait for
-// the commit of the transaction their work went into; appends that arrive
-// while a transaction commits go together into the next one (group commit),
-// so many sessions share one fsync. Reads go straight to the connection pool:
-// WAL lets them run beside the writer.
+// Ownership: no goroutine of its own writes. Writes queue their requests
+// under mu; the first writer that finds no commit running becomes the
+// leader, commits everything queued in one transaction (group commit, so
+// many sessions share one commit) and hands the leadership to the oldest
+// request still queued, whose goroutine commits the next batch; the others
+// wait for their result. So an append with no one else writing commits on
+// its own goroutine, with no handoff, and a busy store still commits every
+// waiting append together. Reads go straight to the connection pool: WAL
+// lets them run beside the writer. The checkpointer goroutine (started by
+// OpenSQLite, stopped by Close) moves recent and checkpoints.
 type SQLite struct {
 	path     string
 	db       *sql.DB
 	maxBatch int
 	every    time.Duration
-	// wconn is the writer's own connection, and the statements prepared
+	// wconn is the writers' own connection, and the statements prepared
 	// on it once: parsing them again on every commit cost more than the
 	// commit, BEGIN and COMMIT included (database/sql's Tx parses both each
 	// time). inserts[n] inserts n rows into recent, prepared when first
-	// needed. All are owned by the writer goroutine (and OpenSQLite before
-	// it starts); args and rows are its scratch space.
+	// needed. All are owned by the leader (see SQLite); args, rows and
+	// batch are its scratch space.
 	wconn                                 *sql.Conn
 	begin, commitTx, rollback             *sql.Stmt
 	insertSession, renameSession, lastSeq *sql.Stmt
 	inserts                               [maxInsertRows + 1]*sql.Stmt
 	args                                  []any
 	rows                                  []*row
+	batch                                 []request
 
 	// seqs is the last committed seq of each session appended since open,
 	// and txSeqs those of the transaction being built (0: deleted in it);
-	// both are owned by the writer goroutine (requests' ops run on it). An
+	// both are owned by the leader (requests' ops run on it). An
 	// append must be its session's next seq, as in Memory: recent has no
 	// key that would refuse a duplicate.
 	seqs, txSeqs map[string]uint64
 
-	reqs      chan request  // unbuffered: a send succeeds only when the writer takes it
+	// mu guards queue (requests not yet taken into a batch, in arrival
+	// order), leading (some goroutine is the leader) and shut (Close has
+	// begun: no new requests); idle is signalled when leading turns false.
+	mu      sync.Mutex
+	idle    sync.Cond
+	queue   []request
+	leading bool
+	shut    bool
+
+	// appended counts the rows committed to recent since open; unmoved
+	// those not yet moved (more, after a Delete took some). The leader
+	// adds, the mover subtracts and reads them (see checkpointer).
+	appended, unmoved atomic.Int64
+	txRows            int64 // rows inserted by the transaction being built; the leader's
+
+	// resChans recycles requests' result channels: one is empty again
+	// once its result has been received.
+	resChans sync.Pool
+
 	quit      chan struct{} // closed by Close
-	done      chan struct{} // closed by the writer when it has exited
 	cpDone    chan struct{} // closed by the checkpointer when it has exited
 	closeOnce sync.Once
 	walLimit  int64
 
 	// ready caches the write probe (Ready), so that a flood of /readyz
-	// costs one write a second at most; mu guards it.
-	mu       sync.Mutex
+	// costs one write a second at most; probeMu guards it.
+	probeMu  sync.Mutex
 	probedAt time.Time
 	probeErr error
 	// failed is set by an append that failed: the next Ready probes again
@@ -170,15 +193,19 @@ type SQLite struct {
 type request struct {
 	op  func(*sql.Conn) error
 	row *row
-	res chan error // buffered, 1
+	res chan error // buffered, 1; errLead passes the leadership
 }
+
+// errLead, sent on a queued request's res, makes its goroutine the leader
+// (see SQLite); its own result comes later on the same channel.
+var errLead = errors.New("store: lead the next commit")
 
 // maxInsertRows bounds the rows of one INSERT statement (13 parameters a
 // row; SQLite allows 32766).
 const maxInsertRows = 32
 
 // OpenSQLite opens (creating it and its directory on first use) the SQLite
-// file at path, migrates it to SchemaVersion and starts its writer.
+// file at path, migrates it to SchemaVersion and starts its checkpointer.
 func OpenSQLite(path string, opt Options) (*SQLite, error) {
 	if opt.MaxBatch <= 0 {
 		opt.MaxBatch = 256
@@ -223,7 +250,7 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 	}
 	s := &SQLite{
 		path: path, db: db, maxBatch: opt.MaxBatch, every: opt.every, walLimit: opt.WALLimit,
-		reqs: make(chan request), quit: make(chan struct{}), done: make(chan struct{}), cpDone: make(chan struct{}),
+		quit: make(chan struct{}), cpDone: make(chan struct{}),
 		seqs: make(map[string]uint64), txSeqs: make(map[string]uint64),
 	}
 	if s.wconn, err = db.Conn(context.Background()); err != nil {
@@ -244,13 +271,14 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 			return nil, fmt.Errorf("preparing statements on %s: %w", path, err)
 		}
 	}
-	go s.writer()
+	s.idle.L = &s.mu
 	// Rows a crash left in recent move first: seqs then covers every
 	// session with rows in recent.
 	if err := s.move(); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("opening the lab's data file %s: %w", path, err)
 	}
+	s.unmoved.Store(0) // the move subtracted rows appended before open
 	go s.checkpointer()
 	return s, nil
 }
@@ -294,32 +322,37 @@ func migrate(db *sql.DB) error {
 // Path is the file the store writes.
 func (s *SQLite) Path() string { return s.path }
 
-// writer is the one goroutine that writes; it exits when Close is called,
-// after committing the batch it holds.
-func (s *SQLite) writer() {
-	defer close(s.done)
-	batch := make([]request, 0, s.maxBatch)
-	for {
-		select {
-		case r := <-s.reqs:
-			batch = append(batch[:0], r)
-		case <-s.quit:
-			return
-		}
-	collect:
-		for len(batch) < s.maxBatch {
-			select {
-			case r := <-s.reqs:
-				batch = append(batch, r)
-			default:
-				break collect
-			}
-		}
-		s.commit(batch)
+// lead commits the queued requests in batches of up to maxBatch: the first
+// batch on this goroutine, then it hands the leadership to the goroutine of
+// the oldest request still queued (whose result it would otherwise delay),
+// or gives it up when none is.
+func (s *SQLite) lead() {
+	s.mu.Lock()
+	n := min(len(s.queue), s.maxBatch)
+	s.batch = append(s.batch[:0], s.queue[:n]...)
+	rest := copy(s.queue, s.queue[n:])
+	clear(s.queue[rest:])
+	s.queue = s.queue[:rest]
+	s.mu.Unlock()
+	if len(s.batch) > 0 {
+		s.commit(s.batch)
+		clear(s.batch)
+		// Past walLimit the leader empties the log between two commits
+		// (truncateLog): appenders queue behind it meanwhile.
 		if s.walSize() > s.walLimit { // a stat: about a microsecond, next to a commit
 			s.truncateLog()
 		}
 	}
+	s.mu.Lock()
+	if len(s.queue) == 0 {
+		s.leading = false
+		s.idle.Broadcast()
+		s.mu.Unlock()
+		return
+	}
+	next := s.queue[0].res
+	s.mu.Unlock()
+	next <- errLead
 }
 
 // truncateLog copies the whole log into the database and empties it
@@ -350,7 +383,7 @@ func (s *SQLite) inTx(batch []request) error {
 		return fmt.Errorf("beginning a transaction: %w", err)
 	}
 	clear(s.txSeqs)
-	s.rows = s.rows[:0]
+	s.rows, s.txRows = s.rows[:0], 0
 	for _, r := range batch {
 		if r.row == nil {
 			// Any other work sees the rows appended before it.
@@ -376,6 +409,8 @@ func (s *SQLite) inTx(batch []request) error {
 		s.rollback.Exec()
 		return fmt.Errorf("committing: %w", err)
 	}
+	s.appended.Add(s.txRows)
+	s.unmoved.Add(s.txRows)
 	for id, seq := range s.txSeqs {
 		if seq == 0 {
 			delete(s.seqs, id)
@@ -412,29 +447,57 @@ func (s *SQLite) insertRows() error {
 		if err != nil {
 			return err
 		}
+		s.txRows += int64(n)
 		rows = rows[n:]
 	}
 	return nil
 }
 
-// write hands op to the writer and waits for its transaction's outcome.
-// Once handed over, it waits for the commit even if ctx ends: returning
-// early would report as failed a change that may yet be stored.
+// write runs op in a transaction (see SQLite) and returns its outcome.
+// Once queued, it waits for the commit even if ctx ends: returning early
+// would report as failed a change that may yet be stored.
+//
+// It runs on a goroutine of its own, which it waits for: leading a commit
+// grows the goroutine's stack by the driver's depth, and a long-lived
+// caller would keep that stack (Ready on every WebSocket upgrade cost each
+// idle connection 1.8 KiB, BENCHMARKS.md). Append, the hot path, leads on
+// its caller's goroutine.
 func (s *SQLite) write(ctx context.Context, op func(*sql.Conn) error) error {
-	return s.send(ctx, request{op: op, res: make(chan error, 1)})
+	res := make(chan error, 1)
+	go func() { res <- s.send(ctx, request{op: op}) }()
+	return <-res
 }
 
-// send hands r to the writer and waits for its transaction's outcome, as
-// write does.
+// send queues r and waits for its transaction's outcome, as write does,
+// leading the commit when no one else does.
 func (s *SQLite) send(ctx context.Context, r request) error {
-	select {
-	case s.reqs <- r:
-	case <-s.quit:
-		return ErrClosed
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	return <-r.res
+	r.res, _ = s.resChans.Get().(chan error)
+	if r.res == nil {
+		r.res = make(chan error, 1)
+	}
+	s.mu.Lock()
+	if s.shut {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.queue = append(s.queue, r)
+	lead := !s.leading
+	s.leading = true
+	s.mu.Unlock()
+	if lead {
+		s.lead()
+	}
+	for {
+		err := <-r.res
+		if err != errLead {
+			s.resChans.Put(r.res)
+			return err
+		}
+		s.lead()
+	}
 }
 
 // eventCols are the columns events and recent share.
@@ -455,13 +518,18 @@ const (
 // arrive meanwhile wait behind it, and commit between chunks. A chunk must
 // hold many rows of each session for the move to write each page once:
 // 256 rows cost the appends of 50 closed loops 5 µs each more than 1,024
-// (BenchmarkAppendLoops), 64 rows 15 µs.
+// (BenchmarkAppendLoops), 64 rows 15 µs. The checkpointer moves only whole
+// chunks while appends keep coming (see checkpointer).
 const moveChunk = 1024
 
-// move takes recent's rows into events, oldest first, a chunk per
-// transaction through the writer (appends waiting there commit between
-// chunks), until the rows there when it started are all moved.
-func (s *SQLite) move() error {
+// move takes all of recent's rows into events.
+func (s *SQLite) move() error { return s.moveChunks(false) }
+
+// moveChunks takes recent's rows into events, oldest first, a chunk per
+// transaction through the group commit (appends waiting there commit
+// between chunks), until the rows there when it started are all moved, or
+// with wholeOnly until fewer than a chunk are left.
+func (s *SQLite) moveChunks(wholeOnly bool) error {
 	ctx := context.Background()
 	var end sql.NullInt64
 	if err := s.db.QueryRowContext(ctx, `SELECT MAX(pos) FROM recent`).Scan(&end); err != nil {
@@ -472,7 +540,7 @@ func (s *SQLite) move() error {
 		if err := s.db.QueryRowContext(ctx, `SELECT MIN(pos) FROM recent`).Scan(&lo); err != nil {
 			return fmt.Errorf("moving recent events: %w", err)
 		}
-		if !lo.Valid || lo.Int64 > end.Int64 {
+		if !lo.Valid || lo.Int64 > end.Int64 || wholeOnly && end.Int64-lo.Int64+1 < moveChunk {
 			return nil
 		}
 		hi := min(lo.Int64+moveChunk-1, end.Int64)
@@ -480,7 +548,12 @@ func (s *SQLite) move() error {
 			if _, err := c.ExecContext(ctx, `INSERT INTO events (`+eventCols+`) SELECT `+eventCols+` FROM recent WHERE pos <= ? ORDER BY pos`, hi); err != nil {
 				return err
 			}
-			_, err := c.ExecContext(ctx, `DELETE FROM recent WHERE pos <= ?`, hi)
+			res, err := c.ExecContext(ctx, `DELETE FROM recent WHERE pos <= ?`, hi)
+			if err != nil {
+				return err
+			}
+			n, err := res.RowsAffected()
+			s.unmoved.Add(-n)
 			return err
 		})
 		if err != nil {
@@ -491,15 +564,19 @@ func (s *SQLite) move() error {
 }
 
 // checkpointer moves recent appends into events and copies the write-ahead
-// log into the database once a second, beside the writer (a PASSIVE
-// checkpoint never blocks it), so that commits never wait for a checkpoint.
-// Under continuous writes a passive checkpoint never reaches the log's end,
-// so the log never restarts: the writer empties it itself past walLimit
-// (truncateLog). It stops with Close.
+// log into the database, beside the commits (a PASSIVE checkpoint never
+// blocks them), so that commits never wait for a checkpoint and the log
+// stays small. It looks every second: when nothing was appended since the
+// last look it moves everything; otherwise only whole chunks, so that
+// appends wait behind a move once per moveChunk rows rather than once a
+// second (a class of 300 changes a second moved a third of a chunk each
+// second, holding appends 1-5 ms each time, BENCHMARKS.md), and each
+// session's pages are written once per chunk. It stops with Close.
 func (s *SQLite) checkpointer() {
 	defer close(s.cpDone)
 	tick := time.NewTicker(s.every)
 	defer tick.Stop()
+	last := s.appended.Load()
 	for {
 		select {
 		case <-s.quit:
@@ -507,7 +584,11 @@ func (s *SQLite) checkpointer() {
 		case <-tick.C:
 			// A failure is no one's change: the rows stay in recent, where
 			// reads find them, and the next tick tries again.
-			s.move()
+			n := s.appended.Load()
+			if idle := n == last; idle || s.unmoved.Load() >= moveChunk {
+				s.moveChunks(!idle)
+			}
+			last = n
 			s.checkpoint()
 		}
 	}
@@ -534,9 +615,9 @@ func (s *SQLite) Append(ctx context.Context, r Record) error {
 	if err != nil {
 		return err
 	}
-	// The writer checks the seq and writes the session's row here, then
+	// The leader checks the seq and writes the session's row here, then
 	// inserts w with the rest of its batch.
-	err = s.send(ctx, request{row: &w, res: make(chan error, 1), op: func(c *sql.Conn) error {
+	err = s.send(ctx, request{row: &w, op: func(c *sql.Conn) error {
 		last, ok := s.txSeqs[w.session]
 		if !ok {
 			last, ok = s.seqs[w.session]
@@ -607,8 +688,8 @@ const probeEvery = time.Second
 // failed; in between the last one's result stands. mu also makes
 // concurrent callers share one probe rather than each write.
 func (s *SQLite) Ready(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.probeMu.Lock()
+	defer s.probeMu.Unlock()
 	if !s.failed.Swap(false) && !s.probedAt.IsZero() && time.Since(s.probedAt) < probeEvery {
 		return s.probeErr
 	}
@@ -694,14 +775,19 @@ func (s *SQLite) EventsAfter(ctx context.Context, id string, after uint64) ([]Re
 	return out, nil
 }
 
-// Close commits what the writer holds, stops it and closes the file.
+// Close commits what is queued, refuses new writes and closes the file.
 func (s *SQLite) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
 		close(s.quit)
-		<-s.done
 		<-s.cpDone
-		s.wconn.Close() // the writer has exited
+		s.mu.Lock()
+		s.shut = true
+		for s.leading {
+			s.idle.Wait()
+		}
+		s.mu.Unlock()
+		s.wconn.Close() // no leader now, and none to come
 		s.checkpoint()
 		err = s.db.Close()
 	})

@@ -721,3 +721,143 @@ func TestPostgresMigratesVersion2(t *testing.T) {
 		t.Fatalf("schema version %d (%v), want %d", v, err, PGSchemaVersion())
 	}
 }
+
+// TestSQLiteGroupCommit: many appenders at once, with batches small enough
+// that the leadership passes from appender to appender, all commit, each
+// session in order; Close while others still append commits what it
+// accepted and refuses the rest, and a reopen finds exactly what was
+// acknowledged.
+func TestSQLiteGroupCommit(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "lab.db")
+	s, err := OpenSQLite(path, Options{MaxBatch: 3, every: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const appenders, each = 16, 40
+	acked := make([]int, appenders) // appends acknowledged, by appender
+	var wg sync.WaitGroup
+	for a := range appenders {
+		wg.Go(func() {
+			id := fmt.Sprintf("s%d", a)
+			for seq := uint64(1); ; seq++ {
+				if seq > each && a < appenders/2 {
+					return // the rest append until Close
+				}
+				err := s.Append(ctx, walkthrough(id, seq))
+				if errors.Is(err, ErrClosed) {
+					return
+				}
+				if err != nil {
+					t.Errorf("%s seq %d: %v", id, seq, err)
+					return
+				}
+				acked[a] = int(seq)
+				if a%4 == 0 {
+					if err := s.Ready(ctx); err != nil && !errors.Is(err, ErrClosed) {
+						t.Errorf("ready: %v", err)
+					}
+				}
+			}
+		})
+	}
+	for a := range appenders / 2 {
+		id := fmt.Sprintf("s%d", a)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			got, err := s.Events(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) == each {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d events of %d", id, len(got), each)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if s, err = OpenSQLite(path, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for a := range appenders {
+		id := fmt.Sprintf("s%d", a)
+		got, err := s.Events(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != acked[a] {
+			t.Errorf("%s: %d events stored, %d acknowledged", id, len(got), acked[a])
+		}
+		for i, r := range got {
+			if want := walkthrough(id, uint64(i+1)); !reflect.DeepEqual(r, want) {
+				t.Fatalf("%s event %d: %+v, want %+v", id, i, r, want)
+			}
+		}
+	}
+}
+
+// TestSQLiteMovesWholeChunks: while appends keep coming the checkpointer
+// moves only whole chunks, leaving the rest in recent; once appends stop,
+// it moves everything.
+func TestSQLiteMovesWholeChunks(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "lab.db")
+	s, err := OpenSQLite(path, Options{every: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	count := func(s *SQLite, table string) (n int) {
+		t.Helper()
+		if err := s.db.QueryRow(`SELECT COUNT(*) FROM ` + table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	const rows = moveChunk + moveChunk/2
+	for seq := uint64(1); seq <= rows; seq++ {
+		if err := s.Append(ctx, walkthrough("a", seq)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := s.unmoved.Load(); got != rows {
+		t.Fatalf("unmoved %d, want %d", got, rows)
+	}
+	for range 2 {
+		if err := s.moveChunks(true); err != nil {
+			t.Fatal(err)
+		}
+		if r, e := count(s, "recent"), count(s, "events"); r != rows-moveChunk || e != moveChunk {
+			t.Fatalf("after moving whole chunks: recent %d, events %d", r, e)
+		}
+	}
+	if got := s.unmoved.Load(); got != rows-moveChunk {
+		t.Fatalf("unmoved %d, want %d", got, rows-moveChunk)
+	}
+	s.Close()
+	// Reopened with a checkpointer that looks often: nothing is appended,
+	// so it moves the rest.
+	if s, err = OpenSQLite(path, Options{every: 5 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Append(ctx, walkthrough("a", rows+1)); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); count(s, "recent") != 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("recent still holds %d rows with no appends coming", count(s, "recent"))
+		}
+	}
+	if got, err := s.Events(ctx, "a"); err != nil || len(got) != rows+1 {
+		t.Fatalf("%v: %d events, want %d", err, len(got), rows+1)
+	}
+}
