@@ -148,6 +148,9 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.loadSettings(ctx, loaded, classOf); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, sess := range loaded {

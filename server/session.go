@@ -74,7 +74,10 @@ type session struct {
 
 // pending is a command waiting to be applied, with where its refusal goes.
 type pending struct {
-	cmd  model.Command
+	// refresh: no command, only a new state frame for every tab and
+	// watcher (a class setting changed; setRequirePredictions).
+	refresh bool
+	cmd     model.Command
 	from *conn          // the connection that sent it, for its error frame; may be nil
 	done chan<- outcome // optional; receives the result (buffered by the caller)
 }
@@ -156,7 +159,7 @@ func (s *session) submit(p pending) {
 		s.refuse(p, errSessionExpiring)
 		return
 	}
-	if len(s.inbox) >= maxInbox {
+	if len(s.inbox) >= maxInbox && !p.refresh {
 		s.mu.Unlock()
 		s.refuse(p, errSessionBusy)
 		return
@@ -194,6 +197,10 @@ func (s *session) drain() {
 // no client ever sees a change that a crash could lose; a failed append
 // refuses the change and leaves the session as it was.
 func (s *session) apply(p pending) {
+	if p.refresh {
+		s.republish()
+		return
+	}
 	if p.cmd.Kind == model.Deliver && p.cmd.By == model.Student && p.cmd.Predict == model.NoPrediction && s.requirePredictions.Load() {
 		s.refuse(p, errPredictionRequired)
 		return
@@ -255,6 +262,7 @@ func (s *session) apply(p pending) {
 		s.clock.began = now
 	}
 	s.clock.steps(s.lab.Exercise(), s.lab.Seq(), now)
+	s.enc.predictionsRequired = s.requirePredictions.Load()
 	frame, v := s.enc.frame(s.lab)
 	s.clock.receipts(v.Receipts)
 	prog := s.clock.progress(v)
@@ -285,6 +293,31 @@ func (s *session) apply(p pending) {
 	s.changed()
 	if p.done != nil {
 		p.done <- outcome{notice: notice, delivered: delivered}
+	}
+}
+
+// setRequirePredictions sets the class setting for this session; a change
+// goes through the inbox (so the drainer, who owns the encoder, re-encodes)
+// and reaches every tab and watcher as a new state frame.
+func (s *session) setRequirePredictions(on bool) {
+	if s.requirePredictions.Swap(on) != on {
+		s.submit(pending{refresh: true})
+	}
+}
+
+// republish encodes the state again, unchanged but for the settings it
+// carries, and hands it to every tab and watcher. Called by the drainer.
+func (s *session) republish() {
+	s.enc.predictionsRequired = s.requirePredictions.Load()
+	frame, _ := s.enc.frame(s.lab)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.frame = frame
+	for c := range s.conns {
+		c.sendState(frame)
+	}
+	for c := range s.watchers {
+		c.sendState(frame)
 	}
 }
 
