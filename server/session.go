@@ -78,8 +78,8 @@ type pending struct {
 	// watcher (a class setting changed; setRequirePredictions).
 	refresh bool
 	cmd     model.Command
-	from *conn          // the connection that sent it, for its error frame; may be nil
-	done chan<- outcome // optional; receives the result (buffered by the caller)
+	from    *conn          // the connection that sent it, for its error frame; may be nil
+	done    chan<- outcome // optional; receives the result (buffered by the caller)
 }
 
 // outcome is what became of a pending command: refused with err, or applied,
