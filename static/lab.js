@@ -36,7 +36,20 @@ import {
   str,
   syncList,
 } from "./dom.js";
-import { chosenPrediction, clearPrediction, fillReceipt, initExercise, renderExercise } from "./exercise.js";
+import {
+  chosenPrediction,
+  clearPrediction,
+  fillReceipt,
+  initExercise,
+  predictionMissing,
+  renderExercise,
+} from "./exercise.js";
+
+// PREDICTION_REQUIRED is what the page says when the class requires a
+// prediction and a delivery had none (the error frame's reason
+// prediction_required, or caught before sending).
+const PREDICTION_REQUIRED =
+  "Your class asks you to predict first: choose what you expect the notice to be (Accepted, Ignored, Unresolved or Invalid), then deliver again.";
 
 const ERROR_CLEAR_MS = 15_000;
 // The protocol lets a server close the connection (1009) on a frame over
@@ -309,7 +322,8 @@ function receive(data) {
     // A refused frame: whatever this tab was waiting for will not come.
     endStartHold();
     mine.queued.shift();
-    showError(str(frame.error) || "The server refused the last action.");
+    if (frame.reason === "prediction_required") showError(PREDICTION_REQUIRED);
+    else showError(str(frame.error) || "The server refused the last action.");
   }
   // Other frame types (and the instructor socket's overview and timeline)
   // are not this page's.
@@ -655,6 +669,10 @@ for (const parent of [ui.queue, ui.delivered]) {
     const button = event.target.closest("button[data-message-id]");
     if (!button || !parent.contains(button)) return;
     const id = Number(button.dataset.messageId);
+    if (predictionMissing()) {
+      showError(PREDICTION_REQUIRED);
+      return;
+    }
     const predict = chosenPrediction();
     const frame = predict ? { type: "deliver", message: id, predict } : { type: "deliver", message: id };
     if (send(frame, button.textContent)) clearPrediction();
