@@ -567,6 +567,31 @@ func (s *Server) idleOpenLabSessions() []string {
 	return ids
 }
 
+// renameMember keeps a class's names unique (docs/classes.md): a member's
+// rename to a name another member of the class has is refused (name_taken),
+// a blank one too (a class needs names), and an accepted one is stored with
+// the membership, where the door checks names. Open-lab sessions pass.
+// Called by a session's drainer with no lock held.
+func (s *Server) renameMember(id, name string) error {
+	class := s.classOfSession(id)
+	if class == "" {
+		return nil
+	}
+	if name == "" {
+		return errNameRequired
+	}
+	err := s.cfg.Store.RenameMember(context.Background(), id, name)
+	switch {
+	case errors.Is(err, store.ErrNameTaken):
+		return errNameTaken
+	case errors.Is(err, store.ErrNotFound):
+		return nil // the membership went with a deletion under way
+	case err != nil:
+		return fmt.Errorf("%w: %w", errCannotSave, err)
+	}
+	return nil
+}
+
 // ---- which sessions are in which class ---------------------------------------
 
 // classOfSession is the class session id joined, "" for the open lab.

@@ -120,3 +120,47 @@ func TestClassPredictionsRequired(t *testing.T) {
 		t.Fatalf("a new member's delivery without prediction: %s", e.raw)
 	}
 }
+
+// TestClassNamesStayUnique: a member's rename over the WebSocket to a name
+// another member has is refused (name_taken), a blank one too
+// (invalid_name); an accepted rename frees the old name at the door and
+// takes the new one. The open lab has no such rule.
+func TestClassNamesStayUnique(t *testing.T) {
+	t.Parallel()
+	ts := runInstructorLab(t, server.Config{})
+	cl := createClass(t, ts, "Names")
+	joinedSession(t, ts, "127.0.0.2", cl.Code, "Ada")
+	bob := joinedSession(t, ts, "127.0.0.3", cl.Code, "Bob")
+	c, f := dial(t, ts, bob)
+	for _, tc := range []struct{ name, reason string }{
+		{"ada", "name_taken"},
+		{"  ADA  ", "name_taken"},
+		{"   ", "invalid_name"},
+	} {
+		c.send(`{"type":"rename","name":` + quote(tc.name) + `}`)
+		if e := c.refusal(); e.Reason != tc.reason {
+			t.Fatalf("renaming to %q: %s, want reason %s", tc.name, e.raw, tc.reason)
+		}
+	}
+	if g := c.do(`{"type":"rename","name":"Cy"}`); g.Name != "Cy" || g.Seq != f.Seq+1 {
+		t.Fatalf("a free name: %s", g.raw)
+	}
+	if status, _, body := joinAs(t, browserClient(t, "127.0.0.4"), ts, cl.Code, "cy"); status != 409 {
+		t.Fatalf("joining under the renamed member's new name: %d %s", status, body)
+	}
+	joinedSession(t, ts, "127.0.0.5", cl.Code, "Bob") // the old name is free
+	if status, out := callJSON(t, ts, "GET", "/api/classes/"+cl.ID, testToken, ""); status != 200 || len(out.Sessions) != 3 {
+		t.Fatalf("the class: %d %+v", status, out)
+	}
+
+	// The open lab: two sessions may share a name, or have none.
+	for range 2 {
+		o, _ := dial(t, ts, newID())
+		if g := o.do(`{"type":"rename","name":"Ada"}`); g.Name != "Ada" {
+			t.Fatalf("an open-lab rename: %s", g.raw)
+		}
+		if g := o.do(`{"type":"rename","name":""}`); g.Name != "" {
+			t.Fatalf("an open-lab blank rename: %s", g.raw)
+		}
+	}
+}

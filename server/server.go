@@ -159,6 +159,7 @@ func (s *Server) Start(ctx context.Context) error {
 			// stored, so none is charged for them.
 			sess.stored = true
 			sess.reserve, sess.unreserve = s.reserve, s.unreserve
+			sess.renameMember = s.renameMember
 			s.stored++
 			s.sessions[sess.id] = sess
 		}
@@ -283,6 +284,7 @@ func (s *Server) getOrCreate(id string) (*session, error) {
 	sess = newSession(id, &s.cfg, s.metrics, s.overview.mark)
 	sess.reserve = s.reserve
 	sess.unreserve = s.unreserve
+	sess.renameMember = s.renameMember
 	s.sessions[id] = sess
 	return sess, nil
 }

@@ -64,6 +64,9 @@ type session struct {
 	// instructor); unreserve undoes it when that append fails.
 	reserve   func(s *session, addr string) error
 	unreserve func(s *session)
+	// renameMember checks and stores a rename with the session's class
+	// membership (Server.renameMember), before the rename is appended.
+	renameMember func(id, name string) error
 	caps      eventCaps
 
 	lab           *model.Lab   // owned by the current drainer
@@ -96,6 +99,7 @@ func newSession(id string, cfg *Config, m *metrics, changed func()) *session {
 	s := &session{
 		id: id, limits: cfg.Limits, metrics: m, store: cfg.Store, now: cfg.Now, changed: changed,
 		reserve: func(*session, string) error { return nil }, unreserve: func(*session) {},
+		renameMember: func(string, string) error { return nil },
 		stuckAfter: cfg.StuckAfter,
 		caps:       eventCaps{runs: cfg.MaxRuns, renames: cfg.MaxRenames, events: cfg.MaxEvents},
 		conns:      make(map[*conn]struct{}), watchers: make(map[*conn]struct{}),
@@ -219,6 +223,18 @@ func (s *session) apply(p pending) {
 		s.refuse(p, err)
 		return
 	}
+	oldName := ""
+	if ev.Kind == model.Renamed {
+		// A class's names stay unique: its membership takes the name
+		// first (the door checks names there), or the rename is refused.
+		s.mu.Lock()
+		oldName = s.row.Name
+		s.mu.Unlock()
+		if err := s.renameMember(s.id, ev.Name); err != nil {
+			s.refuse(p, err)
+			return
+		}
+	}
 	first := s.lab.Seq() == 0
 	if first {
 		addr := ""
@@ -226,6 +242,7 @@ func (s *session) apply(p pending) {
 			addr = p.from.remote
 		}
 		if err := s.reserve(s, addr); err != nil {
+			s.undoRename(ev, oldName)
 			s.refuse(p, err)
 			return
 		}
@@ -239,6 +256,7 @@ func (s *session) apply(p pending) {
 		if first {
 			s.unreserve(s)
 		}
+		s.undoRename(ev, oldName)
 		s.refuse(p, fmt.Errorf("%w: %w", errCannotSave, err))
 		return
 	}
@@ -318,6 +336,15 @@ func (s *session) republish() {
 	}
 	for c := range s.watchers {
 		c.sendState(frame)
+	}
+}
+
+// undoRename gives the class membership its old name back when a rename
+// it took was not stored after all (best effort: a failed undo leaves the
+// new name taken in the class until the next rename).
+func (s *session) undoRename(ev model.Event, old string) {
+	if ev.Kind == model.Renamed && old != "" {
+		_ = s.renameMember(s.id, old)
 	}
 }
 
