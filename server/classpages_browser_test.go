@@ -136,3 +136,45 @@ func TestBrowserDeletedSession(t *testing.T) {
 	q.do("follow the link", chromedp.Click(chromedp.ID("ended-link")))
 	waitJS(q, "a new session", `/^\/lab\/[0-9a-f-]{36}$/.test(location.pathname) && location.pathname !== "/lab/`+open+`" && document.getElementById("connection").textContent === "Connected"`)
 }
+
+// TestBrowserClassPredictionsRequired: the teacher ticks "Predictions
+// required" in the class console; the student's open page marks the
+// choice as required at once, holds a delivery without a prediction and
+// says why, and delivers once a prediction is chosen.
+func TestBrowserClassPredictionsRequired(t *testing.T) {
+	t.Parallel()
+	lab := startServer(t, server.Config{InstructorToken: testToken})
+	ts := httptest.NewServer(lab.Handler())
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { stopLab(t, lab) })
+	cl := createClass(t, ts, "Predict first")
+	id := joinedSession(t, ts, "127.0.0.2", cl.Code, "Ada")
+
+	teacher := newBrowser(t)
+	student := teacher.newPrivateTab("student")
+	student.do("open the session", chromedp.Navigate(ts.URL+"/lab/"+id))
+	waitJS(student, "connected, predictions optional", `document.getElementById("connection").textContent === "Connected" &&
+		!document.getElementById("predict-none").closest("label").hidden && document.getElementById("predict-none").checked`)
+
+	loginTab(teacher, ts.URL)
+	teacher.do("open the class console", chromedp.Navigate(ts.URL+"/instructor/classes/"+cl.ID))
+	waitJS(teacher, "the setting's box", `!document.getElementById("class-predictions").disabled && !document.getElementById("class-predictions").checked`)
+	teacher.do("require predictions", chromedp.Click(chromedp.ID("class-predictions")))
+	waitJS(teacher, "the setting saved", `document.getElementById("class-settings-message").textContent.includes("now required")`)
+	if status, out := callJSON(t, ts, "GET", "/api/classes/"+cl.ID, testToken, ""); status != 200 || !out.Class.PredictionsRequired {
+		t.Fatalf("the class after the box was ticked: %d %+v", status, out)
+	}
+
+	waitJS(student, "the choice marked required", `document.getElementById("predict").querySelector("legend").textContent.startsWith("Required by your class") &&
+		document.getElementById("predict-none").closest("label").hidden && !document.querySelector('input[name="predict"]:checked')`)
+	student.do("queue a deadline", chromedp.Click(chromedp.ID("queue-deadline")))
+	waitJS(student, "message 1 held", `!!document.querySelector('#queue button[data-message-id="1"]')`)
+	student.do("deliver without a prediction", chromedp.Click(chromedp.CSS(`#queue button[data-message-id="1"]`)))
+	waitJS(student, "why it was not sent", `document.getElementById("error").textContent.startsWith("Your class asks you to predict first")`)
+	if row := apiRow(t, ts.URL, id); row.Seq != 2 {
+		t.Fatalf("a delivery without a prediction changed the session: seq %d, want 2 (the rename and the deadline)", row.Seq)
+	}
+	student.do("predict and deliver", chromedp.Click(chromedp.ID("predict-unresolved")), chromedp.Click(chromedp.CSS(`#queue button[data-message-id="1"]`)))
+	waitJS(student, "delivered with its prediction", `document.getElementById("status").textContent === "Unresolved" &&
+		document.querySelector("#receipts .prediction")?.textContent.includes("You predicted unresolved") && !document.querySelector('input[name="predict"]:checked')`)
+}
