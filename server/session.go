@@ -67,7 +67,7 @@ type session struct {
 	// renameMember checks and stores a rename with the session's class
 	// membership (Server.renameMember), before the rename is appended.
 	renameMember func(id, name string) error
-	caps      eventCaps
+	caps         eventCaps
 
 	lab           *model.Lab   // owned by the current drainer
 	enc           stateEncoder // owned by the current drainer
@@ -100,9 +100,9 @@ func newSession(id string, cfg *Config, m *metrics, changed func()) *session {
 		id: id, limits: cfg.Limits, metrics: m, store: cfg.Store, now: cfg.Now, changed: changed,
 		reserve: func(*session, string) error { return nil }, unreserve: func(*session) {},
 		renameMember: func(string, string) error { return nil },
-		stuckAfter: cfg.StuckAfter,
-		caps:       eventCaps{runs: cfg.MaxRuns, renames: cfg.MaxRenames, events: cfg.MaxEvents},
-		conns:      make(map[*conn]struct{}), watchers: make(map[*conn]struct{}),
+		stuckAfter:   cfg.StuckAfter,
+		caps:         eventCaps{runs: cfg.MaxRuns, renames: cfg.MaxRenames, events: cfg.MaxEvents},
+		conns:        make(map[*conn]struct{}), watchers: make(map[*conn]struct{}),
 		lab: model.NewLab(), enc: stateEncoder{session: id}, lastActive: now, lastOwn: now,
 		clock: stepClock{began: now.UTC().Truncate(time.Millisecond)},
 	}
