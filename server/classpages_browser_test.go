@@ -178,3 +178,42 @@ func TestBrowserClassPredictionsRequired(t *testing.T) {
 	waitJS(student, "delivered with its prediction", `document.getElementById("status").textContent === "Unresolved" &&
 		document.querySelector("#receipts .prediction")?.textContent.includes("You predicted unresolved") && !document.querySelector('input[name="predict"]:checked')`)
 }
+
+// TestBrowserAccessibilityClassPages runs axe-core on what this file's
+// tests add: a class's student page at 360 px with its title and the
+// choice of a required prediction, the same page once the session was
+// deleted, the class console with its setting, and the projector's step
+// counts.
+func TestBrowserAccessibilityClassPages(t *testing.T) {
+	src := axeSource(t)
+	lab := startServer(t, server.Config{InstructorToken: testToken})
+	ts := httptest.NewServer(lab.Handler())
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { stopLab(t, lab) })
+	status, out := callJSON(t, ts, "POST", "/api/classes", testToken, `{"title": "Accessible class with a rather long title", "predictionsRequired": true}`)
+	if status != 201 {
+		t.Fatalf("creating the class: %d %+v", status, out)
+	}
+	cl := out.Class
+	id := joinedSession(t, ts, "127.0.0.2", cl.Code, "Ada")
+
+	teacher := newBrowser(t)
+	loginTab(teacher, ts.URL)
+	teacher.do("open the class console", chromedp.EmulateViewport(1280, 900), chromedp.Navigate(ts.URL+"/instructor/classes/"+cl.ID))
+	waitJS(teacher, "the setting's box", `!document.getElementById("class-predictions").disabled && document.getElementById("class-predictions").checked`)
+	axeCheck(teacher, src, "class console with its settings")
+	teacher.do("open the projector", chromedp.Navigate(ts.URL+"/instructor/classes/"+cl.ID+"/projector"))
+	waitJS(teacher, "the step counts", `document.getElementById("steps").textContent === "Step 1: 1"`)
+	axeCheck(teacher, src, "projector with step counts")
+
+	student := teacher.newPrivateTab("student")
+	student.do("a 360 px phone opens its session", chromedp.EmulateViewport(360, 740, chromedp.EmulateMobile), chromedp.Navigate(ts.URL+"/lab/"+id))
+	waitJS(student, "the class title and the required choice", `document.getElementById("connection").textContent === "Connected" &&
+		!document.getElementById("class-title").hidden && document.getElementById("predict-none").closest("label").hidden`)
+	axeCheck(student, src, "class student page at 360 px")
+	if status, _ := callJSON(t, ts, "DELETE", "/api/sessions/"+id, testToken, ""); status != 200 {
+		t.Fatalf("deleting the session: %d", status)
+	}
+	waitJS(student, "the deleted-session message", `!document.getElementById("ended").hidden`)
+	axeCheck(student, src, "student page of a deleted session")
+}
