@@ -44,12 +44,16 @@ type classJSON struct {
 	Open     bool      `json:"open"`
 	Created  time.Time `json:"created"`
 	Students int       `json:"students"`
+	// PredictionsRequired: the class's students must predict each
+	// delivery (POST /api/classes/{id}/settings).
+	PredictionsRequired bool `json:"predictionsRequired"`
 }
 
 func (s *Server) classJSON(c echo.Context, cl store.Class) classJSON {
 	return classJSON{
 		ID: cl.ID, Code: cl.Code, Title: cl.Title, JoinURL: s.joinURL(c.Request(), cl.Code),
 		Open: cl.Open, Created: cl.Created, Students: s.studentsIn(cl.ID),
+		PredictionsRequired: cl.PredictionsRequired,
 	}
 }
 
@@ -163,7 +167,8 @@ func withFreeCode(first string, try func(code string) error) (string, error) {
 // createClass answers POST /api/classes.
 func (s *Server) createClass(c echo.Context) error {
 	var in struct {
-		Title *string `json:"title"`
+		Title               *string `json:"title"`
+		PredictionsRequired bool    `json:"predictionsRequired"`
 	}
 	if err := s.readJSON(c, &in); err != nil {
 		return err
@@ -179,6 +184,7 @@ func (s *Server) createClass(c echo.Context) error {
 	cl := store.Class{
 		ID: uuid.NewString(), Title: title, Open: true,
 		Created: s.cfg.Now().UTC().Truncate(time.Millisecond), KeyHash: store.HashSecret(key),
+		PredictionsRequired: in.PredictionsRequired,
 	}
 	ctx := c.Request().Context()
 	cl.Code, err = withFreeCode(store.NewCode(), func(code string) error {
@@ -245,6 +251,38 @@ func (s *Server) setClassOpen(open bool) echo.HandlerFunc {
 			Class classJSON `json:"class"`
 		}{s.classJSON(c, cl)})
 	}
+}
+
+// classSettings answers POST /api/classes/:id/settings
+// {"predictionsRequired": bool}: the setting is stored, then applied to
+// every session of the class (a member joining meanwhile reads it from the
+// store after it is counted in the class: startMember).
+func (s *Server) classSettings(c echo.Context) error {
+	cl, err := s.classOfRequest(c)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		PredictionsRequired *bool `json:"predictionsRequired"`
+	}
+	if err := s.readJSON(c, &in); err != nil {
+		return err
+	}
+	if in.PredictionsRequired == nil {
+		return requestErrorf(http.StatusBadRequest, "%s", `give the setting to change: {"predictionsRequired": true or false}`)
+	}
+	err = s.cfg.Store.SetClassPredictions(c.Request().Context(), cl.ID, *in.PredictionsRequired)
+	if errors.Is(err, store.ErrNotFound) {
+		return requestErrorf(http.StatusNotFound, "%s", "no such class")
+	}
+	if err != nil {
+		return s.storeFailed("changing a class's settings", err)
+	}
+	cl.PredictionsRequired = *in.PredictionsRequired
+	s.requirePredictionsIn(cl.ID, cl.PredictionsRequired)
+	return c.JSON(http.StatusOK, struct {
+		Class classJSON `json:"class"`
+	}{s.classJSON(c, cl)})
 }
 
 // rotateKey answers POST /api/classes/:id/key: a new class key, shown once;
@@ -529,6 +567,31 @@ func (s *Server) idleOpenLabSessions() []string {
 	return ids
 }
 
+// renameMember keeps a class's names unique (docs/classes.md): a member's
+// rename to a name another member of the class has is refused (name_taken),
+// a blank one too (a class needs names), and an accepted one is stored with
+// the membership, where the door checks names. Open-lab sessions pass.
+// Called by a session's drainer with no lock held.
+func (s *Server) renameMember(id, name string) error {
+	class := s.classOfSession(id)
+	if class == "" {
+		return nil
+	}
+	if name == "" {
+		return errNameRequired
+	}
+	err := s.cfg.Store.RenameMember(context.Background(), id, name)
+	switch {
+	case errors.Is(err, store.ErrNameTaken):
+		return errNameTaken
+	case errors.Is(err, store.ErrNotFound):
+		return nil // the membership went with a deletion under way
+	case err != nil:
+		return fmt.Errorf("%w: %w", errCannotSave, err)
+	}
+	return nil
+}
+
 // ---- which sessions are in which class ---------------------------------------
 
 // classOfSession is the class session id joined, "" for the open lab.
@@ -582,6 +645,25 @@ func (s *Server) rowsIn(class string) []sessionRow {
 		rows[i].Class = class
 	}
 	return rows
+}
+
+// loadSettings applies the classes' settings to their loaded sessions (for
+// Start, before the sessions are shared: each re-encodes its frame at once).
+func (s *Server) loadSettings(ctx context.Context, loaded []*session, classOf map[string]string) error {
+	classes, err := s.cfg.Store.Classes(ctx)
+	if err != nil {
+		return fmt.Errorf("loading class settings: %w", err)
+	}
+	required := make(map[string]bool, len(classes))
+	for _, cl := range classes {
+		required[cl.ID] = cl.PredictionsRequired
+	}
+	for _, sess := range loaded {
+		if required[classOf[sess.id]] {
+			sess.setRequirePredictions(true)
+		}
+	}
+	return nil
 }
 
 // loadMembers reads which class each loaded session joined (for Start).

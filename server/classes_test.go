@@ -32,6 +32,8 @@ type classBody struct {
 	Open     bool      `json:"open"`
 	Created  time.Time `json:"created"`
 	Students int       `json:"students"`
+
+	PredictionsRequired bool `json:"predictionsRequired"`
 }
 
 type classAnswer struct {

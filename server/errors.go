@@ -57,6 +57,14 @@ var errSessionExpiring = errors.New("this session expired and is being removed; 
 // in a session whose class requires predictions (Server.RequirePredictions).
 var errPredictionRequired = errors.New(`say what you expect before delivering: add "predict" (accepted, ignored, unresolved or diagnostic)`)
 
+// errNameTaken refuses a class member's rename to a name another member of
+// the class has (compared as at the door: store.NameKey).
+var errNameTaken = errors.New("someone in this class already has that name; add an initial or a number to yours")
+
+// errNameRequired refuses a class member's rename to a blank name: a class
+// needs names (the door asks for one). Its reason is invalid_name.
+var errNameRequired = errors.New("in a class your name cannot be empty: type your name")
+
 // errShuttingDown refuses new connections once the server is closing.
 var errShuttingDown = errors.New("the lab is shutting down")
 
@@ -91,8 +99,12 @@ func classify(log *slog.Logger, err error) refusal {
 	case errors.Is(err, errCannotSave):
 		log.Warn("refusing a change: the store failed", "err", err)
 		return refusal{"store", errCannotSave.Error()}
+	case errors.Is(err, errNameRequired):
+		return refusal{"invalid_name", err.Error()}
 	case errors.Is(err, model.ErrInvalidName):
 		return refusal{"invalid_name", err.Error()}
+	case errors.Is(err, errNameTaken):
+		return refusal{"name_taken", err.Error()}
 	case errors.Is(err, model.ErrPresetNotApplicable):
 		return refusal{"not_applicable", err.Error()}
 	case errors.Is(err, errUnknownSession):

@@ -21,10 +21,11 @@ import (
 // appendExercise appends the state frame's progress through the nine steps
 // and its prediction counts:
 //
-//	,"exercise":{"done":[1,2],"current":3,"parts":[[true],…]},"predictions":{"made":4,"right":3}
+//	,"exercise":{"done":[1,2],"current":3,"parts":[[true],…],"predictionsRequired":false},"predictions":{"made":4,"right":3}
 //
-// parts has one list per step, one boolean per part (docs/exercise.md).
-func appendExercise(b []byte, v model.LabView) []byte {
+// parts has one list per step, one boolean per part (docs/exercise.md);
+// predictionsRequired is the class setting (docs/classes.md).
+func appendExercise(b []byte, v model.LabView, predictionsRequired bool) []byte {
 	x := v.Exercise
 	b = append(b, `,"exercise":{"done":[`...)
 	for i, s := range x.Done() {
@@ -50,7 +51,9 @@ func appendExercise(b []byte, v model.LabView) []byte {
 		}
 		b = append(b, ']')
 	}
-	b = append(b, `]},"predictions":{"made":`...)
+	b = append(b, `],"predictionsRequired":`...)
+	b = strconv.AppendBool(b, predictionsRequired)
+	b = append(b, `},"predictions":{"made":`...)
 	b = strconv.AppendInt(b, int64(v.Predicted), 10)
 	b = append(b, `,"right":`...)
 	b = strconv.AppendInt(b, int64(v.Right), 10)
@@ -261,7 +264,15 @@ func (s *Server) exerciseSteps(c echo.Context) error {
 func (s *Server) RequirePredictions(id string, on bool) bool {
 	sess, ok := s.find(id)
 	if ok {
-		sess.requirePredictions.Store(on)
+		sess.setRequirePredictions(on)
 	}
 	return ok
+}
+
+// requirePredictionsIn applies a class's setting to every session the
+// server holds in it.
+func (s *Server) requirePredictionsIn(class string, on bool) {
+	for _, sess := range s.sessionsIn(class) {
+		sess.setRequirePredictions(on)
+	}
 }

@@ -23,6 +23,8 @@ type exerciseFrame struct {
 		Done    []int    `json:"done"`
 		Current int      `json:"current"`
 		Parts   [][]bool `json:"parts"`
+		// PredictionsRequired is the class setting (docs/classes.md).
+		PredictionsRequired bool `json:"predictionsRequired"`
 	} `json:"exercise"`
 	Predictions struct {
 		Made  int `json:"made"`
@@ -465,6 +467,9 @@ func TestPredictionsRequired(t *testing.T) {
 	if !lab.RequirePredictions(id, true) || lab.RequirePredictions(newID(), true) {
 		t.Fatal("RequirePredictions: wrong answer for a held or an unknown session")
 	}
+	if g := c.state(); g.Seq != f.Seq || !exerciseOf(t, g).Exercise.PredictionsRequired {
+		t.Fatalf("the page is told predictions are required: %s", g.raw)
+	}
 	c.send(`{"type":"deliver","message":1}`)
 	if e := c.refusal(); e.Reason != "prediction_required" {
 		t.Fatalf("a delivery without prediction: %s", e.raw)
@@ -473,6 +478,9 @@ func TestPredictionsRequired(t *testing.T) {
 		t.Fatalf("a delivery with prediction: %s", g.raw)
 	}
 	lab.RequirePredictions(id, false)
+	if g := c.state(); exerciseOf(t, g).Exercise.PredictionsRequired {
+		t.Fatalf("the page is told predictions are no longer required: %s", g.raw)
+	}
 	c.do(`{"type":"deliver","message":1}`)
 }
 

@@ -177,6 +177,9 @@ type stateEncoder struct {
 	session         string
 	queue, receipts []byte // encoded entries, comma-separated
 	held, received  int    // entries encoded so far
+	// predictionsRequired is the session's class setting as of this
+	// frame; the drainer sets it before encoding.
+	predictionsRequired bool
 }
 
 // frame encodes the state of l, which must be the same session as at every
@@ -250,7 +253,7 @@ func (e *stateEncoder) frame(l *model.Lab) ([]byte, model.LabView) {
 	b = append(b, e.receipts...)
 	b = append(b, `],"name":`...)
 	b = jsjson.AppendString(b, v.Name)
-	b = appendExercise(b, v)
+	b = appendExercise(b, v, e.predictionsRequired)
 	return append(b, '}'), v
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"html/template"
@@ -177,7 +178,7 @@ func (s *Server) join(c echo.Context) error {
 		form.Error = "The lab cannot save right now. Try again in a moment."
 		return s.joinPage(c, http.StatusServiceUnavailable, form)
 	}
-	if err := s.startMember(id, cl.ID, name); err != nil {
+	if err := s.startMember(ctx, id, cl.ID, name); err != nil {
 		if rmErr := s.cfg.Store.RemoveMembers(ctx, []string{id}); rmErr != nil {
 			s.log.Warn("forgetting a member whose session failed", "err", rmErr)
 		}
@@ -199,7 +200,7 @@ func (s *Server) join(c echo.Context) error {
 
 // startMember makes session id in class, named: its first event is the
 // rename, stored before the student's page opens.
-func (s *Server) startMember(id, class, name string) error {
+func (s *Server) startMember(ctx context.Context, id, class, name string) error {
 	s.mu.Lock()
 	sess, err := s.getOrCreate(id)
 	if err == nil {
@@ -209,6 +210,14 @@ func (s *Server) startMember(id, class, name string) error {
 	if err != nil {
 		return err
 	}
+	// Read after the session is counted in the class, so that a setting
+	// changed meanwhile reaches it either way (classSettings).
+	cl, err := s.cfg.Store.Class(ctx, class)
+	if err != nil {
+		s.forget([]string{id})
+		return fmt.Errorf("reading the class's settings: %w", err)
+	}
+	sess.setRequirePredictions(cl.PredictionsRequired)
 	done := make(chan outcome, 1)
 	sess.submit(pending{cmd: model.Command{Kind: model.Rename, By: model.Student, Name: name}, done: done})
 	if o := <-done; o.err != nil {

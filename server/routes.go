@@ -61,6 +61,7 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/api/classes/:id", s.getClass, s.requireInstructor)
 	e.POST("/api/classes/:id/close", s.setClassOpen(false), s.requireInstructor)
 	e.POST("/api/classes/:id/reopen", s.setClassOpen(true), s.requireInstructor)
+	e.POST("/api/classes/:id/settings", s.classSettings, s.requireInstructor)
 	e.POST("/api/classes/:id/key", s.rotateKey, s.requireInstructor, serverWide)
 	e.DELETE("/api/classes/:id", s.deleteClass, s.requireInstructor, serverWide)
 	e.GET("/api/classes/:id/qr.png", s.classQR, s.requireInstructor)

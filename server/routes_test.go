@@ -229,6 +229,7 @@ func TestEveryRouteRefusesBadInput(t *testing.T) {
 			{name: "no title", method: "POST", path: "/api/classes", header: asJSON, body: `{}`, status: 400, answer: jsonError, contains: "title"},
 			{name: "empty title", method: "POST", path: "/api/classes", header: asJSON, body: `{"title":"  "}`, status: 400, answer: jsonError},
 			{name: "unknown field", method: "POST", path: "/api/classes", header: asJSON, body: `{"title":"x","y":1}`, status: 400, answer: jsonError},
+			{name: "setting not a boolean", method: "POST", path: "/api/classes", header: asJSON, body: `{"title":"x","predictionsRequired":1}`, status: 400, answer: jsonError},
 		},
 		"GET /api/classes": {
 			{name: "no credentials", method: "GET", path: "/api/classes", status: 401, answer: jsonError},
@@ -250,6 +251,16 @@ func TestEveryRouteRefusesBadInput(t *testing.T) {
 		"POST /api/classes/:id/reopen": {
 			{name: "unknown class", method: "POST", path: "/api/classes/" + unknown + "/reopen", header: bearer, status: 404, answer: jsonError},
 			{name: "another class's key", method: "POST", path: "/api/classes/" + other.ID + "/reopen", header: classKey, status: 403, answer: jsonError},
+		},
+		"POST /api/classes/:id/settings": {
+			{name: "no credentials", method: "POST", path: "/api/classes/" + class.ID + "/settings", header: map[string]string{"Content-Type": "application/json"}, body: `{"predictionsRequired":true}`, status: 401, answer: jsonError},
+			{name: "unknown class", method: "POST", path: "/api/classes/" + unknown + "/settings", header: asJSON, body: `{"predictionsRequired":true}`, status: 404, answer: jsonError},
+			{name: "another class's key", method: "POST", path: "/api/classes/" + other.ID + "/settings", header: keyJSON, body: `{"predictionsRequired":true}`, status: 403, answer: jsonError},
+			{name: "no setting", method: "POST", path: "/api/classes/" + class.ID + "/settings", header: asJSON, body: `{}`, status: 400, answer: jsonError, contains: "predictionsRequired"},
+			{name: "not a boolean", method: "POST", path: "/api/classes/" + class.ID + "/settings", header: asJSON, body: `{"predictionsRequired":"yes"}`, status: 400, answer: jsonError},
+			{name: "unknown field", method: "POST", path: "/api/classes/" + class.ID + "/settings", header: asJSON, body: `{"predictionsRequired":true,"x":1}`, status: 400, answer: jsonError},
+			{name: "not JSON", method: "POST", path: "/api/classes/" + class.ID + "/settings", header: bearer, body: `predictionsRequired=true`, status: 415, answer: jsonError},
+			{name: "wrong method", method: "GET", path: "/api/classes/" + class.ID + "/settings", header: bearer, status: 405, answer: jsonError},
 		},
 		"POST /api/classes/:id/key": {
 			{name: "unknown class", method: "POST", path: "/api/classes/" + unknown + "/key", header: bearer, status: 404, answer: jsonError},

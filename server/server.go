@@ -164,6 +164,9 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 		return err
 	}
+	if err := s.loadSettings(ctx, loaded, classOf); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	for _, sess := range loaded {
 		// A session already held was heard of while loading: it is newer.
@@ -304,6 +307,7 @@ func (s *Server) getOrCreate(id string) (*session, error) {
 	sess = newSession(id, &s.cfg, s.metrics, s.overview.mark)
 	sess.reserve = s.reserve
 	sess.unreserve = s.unreserve
+	sess.renameMember = s.renameMember
 	s.sessions[id] = sess
 	return sess, nil
 }
@@ -314,6 +318,7 @@ func (s *Server) getOrCreate(id string) (*session, error) {
 func (s *Server) holdStored(sess *session) {
 	sess.stored = true
 	sess.reserve, sess.unreserve = s.reserve, s.unreserve
+	sess.renameMember = s.renameMember
 	s.stored++
 	s.sessions[sess.id] = sess
 }

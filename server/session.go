@@ -74,7 +74,10 @@ type session struct {
 	// instructor); unreserve undoes it when that append fails.
 	reserve   func(s *session, addr string) error
 	unreserve func(s *session)
-	caps      eventCaps
+	// renameMember checks and stores a rename with the session's class
+	// membership (Server.renameMember), before the rename is appended.
+	renameMember func(id, name string) error
+	caps         eventCaps
 
 	lab           *model.Lab   // owned by the current drainer
 	enc           stateEncoder // owned by the current drainer
@@ -84,9 +87,12 @@ type session struct {
 
 // pending is a command waiting to be applied, with where its refusal goes.
 type pending struct {
-	cmd  model.Command
-	from *conn          // the connection that sent it, for its error frame; may be nil
-	done chan<- outcome // optional; receives the result (buffered by the caller)
+	// refresh: no command, only a new state frame for every tab and
+	// watcher (a class setting changed; setRequirePredictions).
+	refresh bool
+	cmd     model.Command
+	from    *conn          // the connection that sent it, for its error frame; may be nil
+	done    chan<- outcome // optional; receives the result (buffered by the caller)
 }
 
 // outcome is what became of a pending command: refused with err, or applied,
@@ -103,9 +109,10 @@ func newSession(id string, cfg *Config, m *metrics, changed func()) *session {
 	s := &session{
 		id: id, limits: cfg.Limits, metrics: m, store: cfg.Store, shared: isListener(cfg.Store), now: cfg.Now, changed: changed,
 		reserve: func(*session, string) error { return nil }, unreserve: func(*session) {},
-		stuckAfter: cfg.StuckAfter,
-		caps:       eventCaps{runs: cfg.MaxRuns, renames: cfg.MaxRenames, events: cfg.MaxEvents},
-		conns:      make(map[*conn]struct{}), watchers: make(map[*conn]struct{}),
+		renameMember: func(string, string) error { return nil },
+		stuckAfter:   cfg.StuckAfter,
+		caps:         eventCaps{runs: cfg.MaxRuns, renames: cfg.MaxRenames, events: cfg.MaxEvents},
+		conns:        make(map[*conn]struct{}), watchers: make(map[*conn]struct{}),
 		lab: model.NewLab(), enc: stateEncoder{session: id}, lastActive: now, lastOwn: now,
 		clock: stepClock{began: now.UTC().Truncate(time.Millisecond)},
 	}
@@ -166,7 +173,7 @@ func (s *session) submit(p pending) {
 		s.refuse(p, errSessionExpiring)
 		return
 	}
-	if len(s.inbox) >= maxInbox {
+	if len(s.inbox) >= maxInbox && !p.refresh {
 		s.mu.Unlock()
 		s.refuse(p, errSessionBusy)
 		return
@@ -238,6 +245,10 @@ func (s *session) drain() {
 // no client ever sees a change that a crash could lose; a failed append
 // refuses the change and leaves the session as it was.
 func (s *session) apply(p pending) {
+	if p.refresh {
+		s.republish()
+		return
+	}
 	if p.cmd.Kind == model.Deliver && p.cmd.By == model.Student && p.cmd.Predict == model.NoPrediction && s.requirePredictions.Load() {
 		s.refuse(p, errPredictionRequired)
 		return
@@ -264,6 +275,18 @@ func (s *session) apply(p pending) {
 			s.refuse(p, err)
 			return
 		}
+		oldName := ""
+		if ev.Kind == model.Renamed {
+			// A class's names stay unique: its membership takes the name
+			// first (the door checks names there), or the rename is refused.
+			s.mu.Lock()
+			oldName = s.row.Name
+			s.mu.Unlock()
+			if err := s.renameMember(s.id, ev.Name); err != nil {
+				s.refuse(p, err)
+				return
+			}
+		}
 		first := s.lab.Seq() == 0
 		if first {
 			addr := ""
@@ -271,6 +294,7 @@ func (s *session) apply(p pending) {
 				addr = p.from.remote
 			}
 			if err := s.reserve(s, addr); err != nil {
+				s.undoRename(ev, oldName)
 				s.refuse(p, err)
 				return
 			}
@@ -299,6 +323,7 @@ func (s *session) apply(p pending) {
 			if first {
 				s.unreserve(s)
 			}
+			s.undoRename(ev, oldName)
 			s.refuse(p, fmt.Errorf("%w: %w", errCannotSave, err))
 			return
 		}
@@ -370,6 +395,7 @@ func (s *session) publish(ev model.Event, notice string, now time.Time) {
 		s.clock.began = now
 	}
 	s.clock.steps(s.lab.Exercise(), s.lab.Seq(), now)
+	s.enc.predictionsRequired = s.requirePredictions.Load()
 	frame, v := s.enc.frame(s.lab)
 	s.clock.receipts(v.Receipts)
 	prog := s.clock.progress(v)
@@ -398,6 +424,40 @@ func (s *session) publish(ev model.Event, notice string, now time.Time) {
 	}
 	s.mu.Unlock()
 	s.changed()
+}
+
+// setRequirePredictions sets the class setting for this session; a change
+// goes through the inbox (so the drainer, who owns the encoder, re-encodes)
+// and reaches every tab and watcher as a new state frame.
+func (s *session) setRequirePredictions(on bool) {
+	if s.requirePredictions.Swap(on) != on {
+		s.submit(pending{refresh: true})
+	}
+}
+
+// republish encodes the state again, unchanged but for the settings it
+// carries, and hands it to every tab and watcher. Called by the drainer.
+func (s *session) republish() {
+	s.enc.predictionsRequired = s.requirePredictions.Load()
+	frame, _ := s.enc.frame(s.lab)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.frame = frame
+	for c := range s.conns {
+		c.sendState(frame)
+	}
+	for c := range s.watchers {
+		c.sendState(frame)
+	}
+}
+
+// undoRename gives the class membership its old name back when a rename
+// it took was not stored after all (best effort: a failed undo leaves the
+// new name taken in the class until the next rename).
+func (s *session) undoRename(ev model.Event, old string) {
+	if ev.Kind == model.Renamed && old != "" {
+		_ = s.renameMember(s.id, old)
+	}
 }
 
 // count adds ev to the run and rename counts (eventCaps). Called by the

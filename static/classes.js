@@ -36,6 +36,7 @@ const list = {
   section: byId("classes"),
   form: byId("class-form"),
   title: byId("class-title"),
+  predictions: byId("class-new-predictions"),
   message: byId("class-message"),
   keyBox: byId("class-key-box"),
   keyTitle: byId("class-key-title"),
@@ -82,6 +83,7 @@ function classItem(c) {
   const state = document.createElement("span");
   state.className = c.open ? "open" : "closed";
   state.textContent = c.open ? "open" : "closed";
+  if (c.predictionsRequired) state.textContent += " · predictions required";
   const consolePath = `/instructor/classes/${encodeURIComponent(c.id)}`;
   li.append(
     title,
@@ -130,9 +132,10 @@ list.form.addEventListener("submit", async (e) => {
   const title = list.title.value.trim();
   if (!title) return;
   try {
-    const out = await api("POST", "/api/classes", { title });
+    const out = await api("POST", "/api/classes", { title, predictionsRequired: list.predictions.checked });
     showKey(out.class);
     list.title.value = "";
+    list.predictions.checked = false;
     say(`Created ${out.class.title}: join code ${out.class.code}.`);
   } catch (err) {
     say(err.message);
@@ -152,6 +155,9 @@ async function loadHead() {
     byId("class-head-code").textContent = String(c.code || "");
     byId("class-head-state").textContent = c.open ? "open" : "closed: nobody new can join";
     document.title = `${c.title} · Instructor console · Tool-call outcomes lab`;
+    const box = byId("class-predictions");
+    box.checked = c.predictionsRequired === true;
+    box.disabled = false;
   } catch (e) {
     byId("class-head-title").textContent = e.message;
   }
@@ -159,6 +165,24 @@ async function loadHead() {
   byId("class-head-projector").href = `${base}/projector`;
   byId("class-head-export").href = `${classPath(scope)}/export.csv`;
 }
+
+// The "Predictions required" box changes the class setting; the server
+// tells every student's page at once.
+byId("class-predictions")?.addEventListener("change", async (e) => {
+  const box = e.target;
+  const want = box.checked;
+  box.disabled = true;
+  const message = byId("class-settings-message");
+  try {
+    const c = (await api("POST", `${classPath(scope)}/settings`, { predictionsRequired: want })).class;
+    box.checked = c.predictionsRequired === true;
+    setText(message, box.checked ? "Predictions are now required of every student." : "Predictions are optional again.");
+  } catch (err) {
+    box.checked = !want;
+    setText(message, err.message);
+  }
+  box.disabled = false;
+});
 
 if (scope) {
   loadHead();

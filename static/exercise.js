@@ -4,7 +4,8 @@
 // the next delivery, and each receipt's explanation.
 //
 // lab.js calls initExercise once, renderExercise with every state,
-// chosenPrediction and clearPrediction when it sends a delivery and fillReceipt for each receipt.
+// predictionMissing, chosenPrediction and clearPrediction when it sends a
+// delivery and fillReceipt for each receipt.
 // The steps' texts come from /exercise.json (the model's words, one place).
 // All text goes through textContent.
 
@@ -27,7 +28,12 @@ const panel = {
   last: null, // the last state's exercise, to render once the texts arrive
   lastPredictions: null,
   choice: null, // the prediction fieldset
+  legend: null, // its legend, which says whether a prediction is required
+  required: false, // the class requires a prediction before each delivery
 };
+
+const LEGEND = "Before you deliver: what do you expect the notice to be?";
+const LEGEND_REQUIRED = "Required by your class: before you deliver, what do you expect the notice to be?";
 
 function el(tag, className, text) {
   const e = document.createElement(tag);
@@ -66,7 +72,8 @@ export function initExercise() {
   if (queue) {
     const fieldset = el("fieldset", "predict");
     fieldset.id = "predict";
-    fieldset.append(el("legend", "", "Before you deliver: what do you expect the notice to be?"));
+    panel.legend = el("legend", "", LEGEND);
+    fieldset.append(panel.legend);
     for (const [word, text] of PREDICTIONS) {
       const label = el("label");
       const input = document.createElement("input");
@@ -141,11 +148,37 @@ export function renderExercise(state) {
     s.parts.forEach((p, j) => setData(p, "done", seen[j] === true ? "true" : "false"));
   });
   panel.finished.hidden = current !== 0;
+  setRequired(x.predictionsRequired === true);
   const p = state.predictions ?? {};
   setText(
     panel.accuracy,
     num(p.made) > 0 ? `Your predictions: ${num(p.right)} of ${num(p.made)} right.` : "Predict before you deliver to check your understanding.",
   );
+}
+
+// setRequired marks the prediction choice as required (the class setting,
+// docs/classes.md): "No prediction" goes away, and nothing is chosen until
+// the student chooses.
+function setRequired(on) {
+  if (!panel.choice || panel.required === on) return;
+  panel.required = on;
+  setData(panel.choice, "required", on ? "true" : "false");
+  setText(panel.legend, on ? LEGEND_REQUIRED : LEGEND);
+  const none = panel.choice.querySelector("#predict-none");
+  if (none) {
+    none.closest("label").hidden = on;
+    if (on) none.checked = false;
+    else if (!chosenPrediction()) none.checked = true;
+  }
+  for (const input of panel.choice.querySelectorAll('input[name="predict"]')) input.required = on;
+}
+
+// predictionMissing says whether the class requires a prediction and none
+// is chosen; it then moves focus to the choice, so the student sees why.
+export function predictionMissing() {
+  if (!panel.required || chosenPrediction()) return false;
+  panel.choice.querySelector('input[name="predict"]:not(#predict-none)')?.focus();
+  return true;
 }
 
 // chosenPrediction returns the chosen prediction word, "" for none.
@@ -158,7 +191,13 @@ export function chosenPrediction() {
 // each delivery is predicted afresh.
 export function clearPrediction() {
   const none = panel.choice?.querySelector("#predict-none");
-  if (none) none.checked = true;
+  if (!none) return;
+  if (panel.required) {
+    const chosen = panel.choice.querySelector('input[name="predict"]:checked');
+    if (chosen) chosen.checked = false;
+  } else {
+    none.checked = true;
+  }
 }
 
 // fillReceipt renders one receipt into li: the seed's line (kept verbatim

@@ -36,7 +36,20 @@ import {
   str,
   syncList,
 } from "./dom.js";
-import { chosenPrediction, clearPrediction, fillReceipt, initExercise, renderExercise } from "./exercise.js";
+import {
+  chosenPrediction,
+  clearPrediction,
+  fillReceipt,
+  initExercise,
+  predictionMissing,
+  renderExercise,
+} from "./exercise.js";
+
+// PREDICTION_REQUIRED is what the page says when the class requires a
+// prediction and a delivery had none (the error frame's reason
+// prediction_required, or caught before sending).
+const PREDICTION_REQUIRED =
+  "Your class asks you to predict first: choose what you expect the notice to be (Accepted, Ignored, Unresolved or Invalid), then deliver again.";
 
 const ERROR_CLEAR_MS = 15_000;
 // The protocol lets a server close the connection (1009) on a frame over
@@ -51,6 +64,7 @@ const NAME_MAX = 40;
 
 const ui = {
   connection: byId("connection"),
+  ended: byId("ended"),
   error: byId("error"),
   feedback: byId("feedback"),
   instructorNote: byId("instructor-note"),
@@ -208,6 +222,10 @@ function connect() {
         "The server closed the connection because a message was too large. The action was not applied.",
       );
     }
+    if (event.code === CLOSE_DELETED && !observing) {
+      showDeleted();
+      return;
+    }
     if (observing && !opened && (await loginMissing())) {
       conn.stopped = true;
       showConnection("waiting", "Not connected");
@@ -217,6 +235,32 @@ function connect() {
     scheduleReconnect();
   });
   // An "error" event is always followed by "close", which handles it.
+}
+
+// CLOSE_DELETED is the close code of a session an instructor deleted
+// (docs/protocol.md): reconnecting would only start an empty session at the
+// same address, so the page stops and says so.
+const CLOSE_DELETED = 4001;
+
+// showDeleted stops reconnecting and says, in words, that the session is
+// gone, with where to go next: the join page for a class's session (the
+// page showed a class title), the lab's start for the open lab.
+function showDeleted() {
+  conn.stopped = true;
+  stopRetry();
+  showConnection("waiting", "Session deleted");
+  const inClass = byId("class-title")?.hidden === false;
+  const link = document.createElement("a");
+  link.id = "ended-link";
+  link.href = inClass ? "/join" : "/";
+  link.textContent = inClass ? "Join your class again" : "Start a new session";
+  ui.ended.replaceChildren(
+    document.createTextNode(
+      "Your instructor deleted this session, so the lab no longer keeps it and this page has stopped connecting. ",
+    ),
+    link,
+  );
+  ui.ended.hidden = false;
 }
 
 // loginMissing says whether the instructor API answers 401 (observing only).
@@ -266,6 +310,10 @@ function send(frame, action) {
     return false;
   }
   const ws = conn.socket;
+  if (conn.stopped && !ui.ended.hidden) {
+    showError(`Not sent: “${action}”. This session was deleted; follow the link above.`);
+    return false;
+  }
   if (!ws || ws.readyState !== WebSocket.OPEN) {
     showError(
       `Not connected: “${action}” was not sent. The page reconnects by itself; try again when it says Connected.`,
@@ -309,7 +357,8 @@ function receive(data) {
     // A refused frame: whatever this tab was waiting for will not come.
     endStartHold();
     mine.queued.shift();
-    showError(str(frame.error) || "The server refused the last action.");
+    if (frame.reason === "prediction_required") showError(PREDICTION_REQUIRED);
+    else showError(str(frame.error) || "The server refused the last action.");
   }
   // Other frame types (and the instructor socket's overview and timeline)
   // are not this page's.
@@ -655,6 +704,10 @@ for (const parent of [ui.queue, ui.delivered]) {
     const button = event.target.closest("button[data-message-id]");
     if (!button || !parent.contains(button)) return;
     const id = Number(button.dataset.messageId);
+    if (predictionMissing()) {
+      showError(PREDICTION_REQUIRED);
+      return;
+    }
     const predict = chosenPrediction();
     const frame = predict ? { type: "deliver", message: id, predict } : { type: "deliver", message: id };
     if (send(frame, button.textContent)) clearPrediction();

@@ -1,8 +1,10 @@
 // Projector page of a class (/instructor/classes/{id}/projector): the join
 // address, the code and its QR code in type readable from the back of a
-// room, and a live count of the students who joined. Names are hidden by
-// default (it is a shared screen); a toggle shows them. The count comes from
-// the class-scoped instructor WebSocket's overview frames. Text goes through
+// room, a live count of the students who joined and how many are on each
+// step of the exercise ("Step 1: 3 · Step 2: 5 · all nine: 2"; counts
+// only). Names are hidden by default (it is a shared screen); a toggle shows
+// them. Both come from the class-scoped instructor WebSocket's overview
+// frames (each row's "current" step, 0 once all nine are done). Text goes through
 // textContent only (dom.js).
 
 import { Reconnect, byId, list, setText, socketURL, str } from "./dom.js";
@@ -17,6 +19,7 @@ const ui = {
   qr: byId("qr"),
   count: byId("count"),
   countWord: byId("count-word"),
+  steps: byId("steps"),
   toggle: byId("toggle-names"),
   names: byId("names"),
   consoleLink: byId("console-link"),
@@ -52,7 +55,23 @@ function showRows(rows) {
   names = rows.map((r) => str(r.name)).sort((a, b) => a.localeCompare(b));
   setText(ui.count, String(names.length));
   setText(ui.countWord, names.length === 1 ? "student joined" : "students joined");
+  setText(ui.steps, stepDistribution(rows));
   if (!ui.names.hidden) drawNames();
+}
+
+// stepDistribution is how many students work on each step, and how many
+// have done all nine, without names: "Step 1: 3 · Step 2: 5 · all nine: 2".
+// Steps nobody is on are left out.
+function stepDistribution(rows) {
+  const at = new Map();
+  for (const r of rows) {
+    const current = Number(r.current);
+    if (Number.isInteger(current) && current >= 0 && current <= 9) at.set(current, (at.get(current) || 0) + 1);
+  }
+  const parts = [];
+  for (let s = 1; s <= 9; s++) if (at.get(s)) parts.push(`Step ${s}: ${at.get(s)}`);
+  if (at.get(0)) parts.push(`all nine: ${at.get(0)}`);
+  return parts.join(" · ");
 }
 
 function drawNames() {

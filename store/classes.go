@@ -26,6 +26,9 @@ type Class struct {
 	Open    bool
 	Created time.Time // millisecond precision, UTC
 	KeyHash [32]byte  // HashSecret of the class key
+	// PredictionsRequired: the class's students must predict each
+	// delivery's outcome (docs/classes.md, "Settings").
+	PredictionsRequired bool
 }
 
 // Member is a session that joined a class.
@@ -78,6 +81,9 @@ type Classes interface {
 	// another open class now has is ErrCodeTaken (code is the code to
 	// reopen with). ErrNotFound for an unknown class.
 	SetClassOpen(ctx context.Context, id string, open bool, code string) error
+	// SetClassPredictions sets whether the class requires predictions;
+	// ErrNotFound for an unknown class.
+	SetClassPredictions(ctx context.Context, id string, required bool) error
 	// SetClassKey replaces the class key and ends the class's logins.
 	SetClassKey(ctx context.Context, id string, keyHash [32]byte) error
 	// DeleteClass deletes the class, its members, their sessions and
@@ -87,6 +93,10 @@ type Classes interface {
 	// ErrClassClosed if it is closed, ErrNameTaken if the name (compared
 	// by NameKey) is taken in it.
 	AddMember(ctx context.Context, m Member) error
+	// RenameMember changes the name of session's membership: ErrNameTaken
+	// if another member of its class has the name (compared by NameKey),
+	// ErrNotFound if the session is no member.
+	RenameMember(ctx context.Context, session, name string) error
 	// RemoveMembers forgets memberships; deleting a session does too.
 	RemoveMembers(ctx context.Context, sessions []string) error
 	// Members lists every member of every class, by class then join time.

@@ -306,6 +306,9 @@ func TestSQLiteMigratesVersion1(t *testing.T) {
 	if got, err := s.Members(ctx); err != nil || len(got) != 1 || got[0].Name != "Ada" {
 		t.Fatalf("members after reopening: %v %+v", err, got)
 	}
+	if got, err := s.Class(ctx, "a"); err != nil || got.PredictionsRequired {
+		t.Fatalf("a migrated class requires no predictions: %v %+v", err, got)
+	}
 }
 
 func TestCodes(t *testing.T) {
@@ -330,5 +333,89 @@ func TestCodes(t *testing.T) {
 	}
 	if a, b := NewSecret(), NewSecret(); a == b || len(a) < 26 {
 		t.Errorf("NewSecret gave %q and %q", a, b)
+	}
+}
+
+// TestClassSettings: predictions required is stored at creation, changed
+// later, and kept by a reopened data file.
+func TestClassSettings(t *testing.T) {
+	for name, open := range classStores() {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s := open(t)
+			a, b := newClass("a", "123456", t0), newClass("b", "654321", t0)
+			a.PredictionsRequired = true
+			for _, c := range []Class{a, b} {
+				if err := s.CreateClass(ctx, c); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got, err := s.Class(ctx, "a"); err != nil || !got.PredictionsRequired {
+				t.Fatalf("a class made requiring predictions: %v %+v", err, got)
+			}
+			if err := s.SetClassPredictions(ctx, "a", false); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.SetClassPredictions(ctx, "b", true); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.SetClassPredictions(ctx, "zz", true); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("an unknown class: %v, want ErrNotFound", err)
+			}
+			got, err := s.Classes(ctx)
+			if err != nil || len(got) != 2 || got[0].PredictionsRequired || !got[1].PredictionsRequired {
+				t.Fatalf("Classes after the change: %v %+v", err, got)
+			}
+			if got, err := s.ClassByCode(ctx, "654321"); err != nil || !got.PredictionsRequired {
+				t.Fatalf("ClassByCode: %v %+v", err, got)
+			}
+		})
+	}
+}
+
+// TestRenameMember: a member's rename keeps names unique in its class.
+func TestRenameMember(t *testing.T) {
+	for name, open := range classStores() {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s := open(t)
+			for _, c := range []Class{newClass("a", "123456", t0), newClass("b", "654321", t0)} {
+				if err := s.CreateClass(ctx, c); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, m := range []Member{
+				{Session: "s1", Class: "a", Name: "Ada", Joined: t0},
+				{Session: "s2", Class: "a", Name: "Bob", Joined: t0.Add(time.Second)},
+				{Session: "s3", Class: "b", Name: "Cy", Joined: t0},
+			} {
+				if err := s.AddMember(ctx, m); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.RenameMember(ctx, "s2", "ada"); !errors.Is(err, ErrNameTaken) {
+				t.Fatalf("renaming to a name taken in the class: %v, want ErrNameTaken", err)
+			}
+			if err := s.RenameMember(ctx, "s1", "ADA"); err != nil {
+				t.Fatalf("renaming to one's own name in another case: %v", err)
+			}
+			if err := s.RenameMember(ctx, "s2", "Cy"); err != nil {
+				t.Fatalf("a name taken in another class only: %v", err)
+			}
+			if err := s.RenameMember(ctx, "zz", "Dee"); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("no such member: %v, want ErrNotFound", err)
+			}
+			// The old name is free, the new one taken at the door.
+			if err := s.AddMember(ctx, Member{Session: "s4", Class: "a", Name: "bob", Joined: t0}); err != nil {
+				t.Fatalf("the renamed member's old name: %v", err)
+			}
+			if err := s.AddMember(ctx, Member{Session: "s5", Class: "a", Name: "cy", Joined: t0}); !errors.Is(err, ErrNameTaken) {
+				t.Fatalf("the renamed member's new name at the door: %v, want ErrNameTaken", err)
+			}
+			got, err := s.Members(ctx)
+			if err != nil || len(got) != 4 || got[0].Name != "ADA" || got[2].Name != "Cy" {
+				t.Fatalf("Members = %v %+v", err, got)
+			}
+		})
 	}
 }

@@ -132,6 +132,22 @@ func (m *Memory) SetClassOpen(_ context.Context, id string, open bool, code stri
 	return nil
 }
 
+// SetClassPredictions sets whether the class requires predictions.
+func (m *Memory) SetClassPredictions(_ context.Context, id string, required bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	c, ok := m.classes.classes[id]
+	if !ok {
+		return ErrNotFound
+	}
+	c.PredictionsRequired = required
+	m.classes.classes[id] = c
+	return nil
+}
+
 // SetClassKey replaces the class key and ends the class's logins.
 func (m *Memory) SetClassKey(_ context.Context, id string, keyHash [32]byte) error {
 	m.mu.Lock()
@@ -214,6 +230,28 @@ func (m *Memory) AddMember(_ context.Context, mem Member) error {
 		return ErrNameTaken // SQLite refuses a second row for the session too
 	}
 	m.classes.members[mem.Session] = mem
+	return nil
+}
+
+// RenameMember renames session's membership to a name not taken in its class.
+func (m *Memory) RenameMember(_ context.Context, session, name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	mem, ok := m.classes.members[session]
+	if !ok {
+		return ErrNotFound
+	}
+	key := NameKey(name)
+	for sid, other := range m.classes.members {
+		if sid != session && other.Class == mem.Class && NameKey(other.Name) == key {
+			return ErrNameTaken
+		}
+	}
+	mem.Name = name
+	m.classes.members[session] = mem
 	return nil
 }
 

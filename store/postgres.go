@@ -57,6 +57,9 @@ var pgMigrations = [][]string{
 	3: {
 		`ALTER TABLE events ADD COLUMN prediction text NOT NULL DEFAULT ''`,
 	},
+	// 4: a class's settings (SQLite's version 5): classes made before
+	// require no predictions.
+	4: {`ALTER TABLE classes ADD COLUMN predictions_required boolean NOT NULL DEFAULT false`},
 }
 
 // pgChannel is the LISTEN/NOTIFY channel every append notifies, with the

@@ -69,8 +69,8 @@ func (s *Postgres) CreateClass(ctx context.Context, c Class) error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO classes (id, code, title, is_open, key_hash, created) VALUES ($1, $2, $3, $4, $5, $6)`,
-		c.ID, c.Code, c.Title, c.Open, c.KeyHash[:], c.Created.UnixMilli())
+	_, err := s.pool.Exec(ctx, `INSERT INTO classes (id, code, title, is_open, key_hash, created, predictions_required) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		c.ID, c.Code, c.Title, c.Open, c.KeyHash[:], c.Created.UnixMilli(), c.PredictionsRequired)
 	if pgViolation(err, "classes_open_code") {
 		err = ErrCodeTaken
 	}
@@ -84,7 +84,7 @@ func pgClass(row pgx.CollectableRow) (Class, error) {
 	var c Class
 	var key []byte
 	var created int64
-	if err := row.Scan(&c.ID, &c.Code, &c.Title, &c.Open, &key, &created); err != nil {
+	if err := row.Scan(&c.ID, &c.Code, &c.Title, &c.Open, &key, &created, &c.PredictionsRequired); err != nil {
 		return Class{}, err
 	}
 	if len(key) != len(c.KeyHash) {
@@ -167,6 +167,17 @@ func (s *Postgres) SetClassOpen(ctx context.Context, id string, open bool, code 
 	return nil
 }
 
+// SetClassPredictions sets whether the class requires predictions.
+func (s *Postgres) SetClassPredictions(ctx context.Context, id string, required bool) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := pgChanged(s.pool.Exec(ctx, `UPDATE classes SET predictions_required = $1 WHERE id = $2`, required, id)); err != nil {
+		return fmt.Errorf("setting predictions of class %s in %s: %w", id, s.name, err)
+	}
+	return nil
+}
+
 // SetClassKey replaces the class key and ends the class's logins.
 func (s *Postgres) SetClassKey(ctx context.Context, id string, keyHash [32]byte) error {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -238,6 +249,21 @@ func (s *Postgres) AddMember(ctx context.Context, m Member) error {
 	})
 	if err != nil {
 		return fmt.Errorf("adding session %s to class %s in %s: %w", m.Session, m.Class, s.name, err)
+	}
+	return nil
+}
+
+// RenameMember renames session's membership to a name not taken in its class.
+func (s *Postgres) RenameMember(ctx context.Context, session, name string) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	err := pgChanged(s.pool.Exec(ctx, `UPDATE members SET name = $1, name_key = $2 WHERE session = $3`, name, NameKey(name), session))
+	if pgViolation(err, "members_name") {
+		err = ErrNameTaken
+	}
+	if err != nil {
+		return fmt.Errorf("renaming member %s in %s: %w", session, s.name, err)
 	}
 	return nil
 }

@@ -71,6 +71,7 @@ var migrations = [][]string{
 		`ALTER TABLE events ADD COLUMN prediction TEXT NOT NULL DEFAULT ''`,
 		`ALTER TABLE recent ADD COLUMN prediction TEXT NOT NULL DEFAULT ''`,
 	},
+	5: classSettingsSchema, // store/sqlite_classes.go
 }
 
 // SchemaVersion is the schema this build writes.

@@ -43,6 +43,12 @@ var classesSchema = []string{
 	`CREATE INDEX logins_class ON logins (class)`,
 }
 
+// classSettingsSchema is schema version 5: a class's settings. Classes
+// made before it require no predictions.
+var classSettingsSchema = []string{
+	`ALTER TABLE classes ADD COLUMN predictions_required INTEGER NOT NULL DEFAULT 0`,
+}
+
 var _ Classes = (*SQLite)(nil)
 
 // uniqueViolation reports whether err is SQLite's refusal of a duplicate
@@ -63,8 +69,8 @@ func (s *SQLite) closed() bool {
 // CreateClass stores a new class.
 func (s *SQLite) CreateClass(ctx context.Context, c Class) error {
 	err := s.write(ctx, func(tx *sql.Conn) error {
-		_, err := tx.ExecContext(context.Background(), `INSERT INTO classes (id, code, title, is_open, key_hash, created) VALUES (?, ?, ?, ?, ?, ?)`,
-			c.ID, c.Code, c.Title, c.Open, c.KeyHash[:], c.Created.UnixMilli())
+		_, err := tx.ExecContext(context.Background(), `INSERT INTO classes (id, code, title, is_open, key_hash, created, predictions_required) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			c.ID, c.Code, c.Title, c.Open, c.KeyHash[:], c.Created.UnixMilli(), c.PredictionsRequired)
 		if uniqueViolation(err, "classes.code") {
 			return ErrCodeTaken
 		}
@@ -76,13 +82,13 @@ func (s *SQLite) CreateClass(ctx context.Context, c Class) error {
 	return nil
 }
 
-const classColumns = `id, code, title, is_open, key_hash, created`
+const classColumns = `id, code, title, is_open, key_hash, created, predictions_required`
 
 func scanClass(row interface{ Scan(...any) error }) (Class, error) {
 	var c Class
 	var key []byte
 	var created int64
-	if err := row.Scan(&c.ID, &c.Code, &c.Title, &c.Open, &key, &created); err != nil {
+	if err := row.Scan(&c.ID, &c.Code, &c.Title, &c.Open, &key, &created, &c.PredictionsRequired); err != nil {
 		return Class{}, err
 	}
 	if len(key) != len(c.KeyHash) {
@@ -174,6 +180,17 @@ func (s *SQLite) SetClassOpen(ctx context.Context, id string, open bool, code st
 	return nil
 }
 
+// SetClassPredictions sets whether the class requires predictions.
+func (s *SQLite) SetClassPredictions(ctx context.Context, id string, required bool) error {
+	err := s.write(ctx, func(tx *sql.Conn) error {
+		return changed(tx.ExecContext(context.Background(), `UPDATE classes SET predictions_required = ? WHERE id = ?`, required, id))
+	})
+	if err != nil {
+		return fmt.Errorf("setting predictions of class %s in %s: %w", id, s.path, err)
+	}
+	return nil
+}
+
 // SetClassKey replaces the class key and ends the class's logins.
 func (s *SQLite) SetClassKey(ctx context.Context, id string, keyHash [32]byte) error {
 	err := s.write(ctx, func(tx *sql.Conn) error {
@@ -253,6 +270,21 @@ func (s *SQLite) AddMember(ctx context.Context, m Member) error {
 	})
 	if err != nil {
 		return fmt.Errorf("adding session %s to class %s in %s: %w", m.Session, m.Class, s.path, err)
+	}
+	return nil
+}
+
+// RenameMember renames session's membership to a name not taken in its class.
+func (s *SQLite) RenameMember(ctx context.Context, session, name string) error {
+	err := s.write(ctx, func(tx *sql.Conn) error {
+		err := changed(tx.ExecContext(context.Background(), `UPDATE members SET name = ?, name_key = ? WHERE session = ?`, name, NameKey(name), session))
+		if uniqueViolation(err, "members.name_key") {
+			return ErrNameTaken
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("renaming member %s in %s: %w", session, s.path, err)
 	}
 	return nil
 }
