@@ -81,18 +81,7 @@ func (s *Postgres) CreateClass(ctx context.Context, c Class) error {
 }
 
 func pgClass(row pgx.CollectableRow) (Class, error) {
-	var c Class
-	var key []byte
-	var created int64
-	if err := row.Scan(&c.ID, &c.Code, &c.Title, &c.Open, &key, &created, &c.PredictionsRequired); err != nil {
-		return Class{}, err
-	}
-	if len(key) != len(c.KeyHash) {
-		return Class{}, fmt.Errorf("class %s: key hash of %d bytes", c.ID, len(key))
-	}
-	copy(c.KeyHash[:], key)
-	c.Created = time.UnixMilli(created).UTC()
-	return c, nil
+	return scanClass(row) // the same columns as SQLite's (classColumns)
 }
 
 // Classes lists every class, oldest first.
