@@ -1,10 +1,17 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
 
 	"github.com/toolcall-lab/lab/model"
 )
@@ -149,6 +156,82 @@ func FuzzDecodeInjectRequest(f *testing.F) {
 			}
 		case in.Kind != model.DeadlineMessage:
 			t.Fatalf("injection %+v", in)
+		}
+	})
+}
+
+// FuzzClassRequest: any body posted to create a class is either refused
+// with a 4xx requestError (which the client reads as {"error": …}) or is
+// one JSON object whose title, once normalized, is 1 to maxTitleRunes
+// characters with no control or format characters; never a panic.
+func FuzzClassRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"title":"Monday 10:00"}`, `{"title":"  x  ","predictionsRequired":true}`, `{"title":""}`,
+		`{"title":"a\u202eb"}`, `{"title":7}`, `{}`, `{"title":"x"} {}`, `{"title":"x","y":1}`, `[`, `null`,
+		`{"title":"\ud800"}`, `{"predictionsRequired":"yes","title":"x"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	s := &Server{}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		req := httptest.NewRequest(http.MethodPost, "/api/classes", bytes.NewReader(data))
+		req.Header.Set("Content-Type", "application/json")
+		c := echo.New().NewContext(req, httptest.NewRecorder())
+		var in struct {
+			Title               *string `json:"title"`
+			PredictionsRequired bool    `json:"predictionsRequired"`
+		}
+		refused := func(err error) {
+			var re *requestError
+			if !errors.As(err, &re) || re.status < 400 || re.status > 499 {
+				t.Fatalf("%q: error %v is not a client error", data, err)
+			}
+		}
+		if err := s.readJSON(c, &in); err != nil {
+			refused(err)
+			return
+		}
+		if !json.Valid(data) {
+			t.Fatalf("accepted %q, which is not JSON", data)
+		}
+		if in.Title == nil {
+			return
+		}
+		title, err := normalizeTitle(*in.Title)
+		if err != nil {
+			refused(err)
+			return
+		}
+		if n := utf8.RuneCountInString(title); n == 0 || n > maxTitleRunes || title != strings.TrimSpace(title) {
+			t.Fatalf("title %q accepted from %q", title, data)
+		}
+		if strings.IndexFunc(title, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) >= 0 {
+			t.Fatalf("title %q holds a control or format character", title)
+		}
+	})
+}
+
+// FuzzJoinName: a name typed at the door is either refused with a sentence
+// for the page, or is a name the rename rules accept, with no format
+// characters (which could make it pass for another in the console).
+func FuzzJoinName(f *testing.F) {
+	for _, s := range []string{"Ada", "  Ada  ", "", "a\u202eb", strings.Repeat("n", 41), "\x00", "\xff", "Zoë"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, typed string) {
+		name, problem := joinName(typed)
+		if problem != "" {
+			if name != "" {
+				t.Fatalf("%q: refused (%s) but named %q", typed, problem, name)
+			}
+			return
+		}
+		again, err := model.NormalizeName(name)
+		if err != nil || again != name || name == "" {
+			t.Fatalf("%q: accepted as %q, which the rename rules do not keep (%q, %v)", typed, name, again, err)
+		}
+		if strings.IndexFunc(name, func(r rune) bool { return unicode.Is(unicode.Cf, r) }) >= 0 {
+			t.Fatalf("%q: accepted %q with a format character", typed, name)
 		}
 	})
 }
