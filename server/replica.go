@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,6 +106,10 @@ func (ln *listener) stop() {
 // 0 says that a replica deleted the session: its tabs here are closed, as
 // they would be on that replica, and it is forgotten.
 func (s *Server) heard(ctx context.Context, ln *listener, id string, seq uint64) {
+	if class, ok := strings.CutPrefix(id, store.ClassChanged); ok {
+		s.classChanged(ctx, class)
+		return
+	}
 	sess, ok := s.find(id)
 	if seq == 0 {
 		if ok {
@@ -119,6 +124,19 @@ func (s *Server) heard(ctx context.Context, ln *listener, id string, seq uint64)
 		}
 	}
 	sess.notify(seq, &ln.drains)
+}
+
+// classChanged applies a class's settings, which a replica changed, to the
+// sessions of the class this replica holds.
+func (s *Server) classChanged(ctx context.Context, class string) {
+	cl, err := s.cfg.Store.Class(ctx, class)
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) {
+			s.log.Warn("reading a class's settings from the store", "class", class, "err", err)
+		}
+		return
+	}
+	s.requirePredictionsIn(cl.ID, cl.PredictionsRequired)
 }
 
 // discover reads a session the server does not hold from the store and
@@ -161,6 +179,12 @@ func (s *Server) discover(ctx context.Context, id string) *session {
 		s.classOf[id] = member.Class
 	}
 	s.mu.Unlock()
+	if member.Class != "" {
+		// The class's settings hold for a session made elsewhere too.
+		if cl, err := s.cfg.Store.Class(ctx, member.Class); err == nil && cl.PredictionsRequired {
+			sess.setRequirePredictions(true)
+		}
+	}
 	s.overview.mark()
 	return sess
 }

@@ -180,15 +180,19 @@ func TestReplicaInstructorInjects(t *testing.T) {
 	if f.Seq != 3 || len(f.Queue) != 1 || f.Queue[0].From != "instructor" {
 		t.Fatalf("the student on B got %s, want the injected message held", f.raw)
 	}
-	watched := readUntil(t, ws, "the injection's state", func(f overviewFrame) bool { return f.Type == "state" })
-	if !bytes.Equal(watched.raw, f.raw) {
-		t.Fatalf("A's watcher got\n%s\nthe student on B\n%s", watched.raw, f.raw)
-	}
+	// A's watcher may first get the states before it (A catches up with
+	// B's changes as it hears of them); the one of the injection must be
+	// the student's frame, byte for byte.
+	readUntil(t, ws, "the injection's state, the same bytes as the student's", func(g overviewFrame) bool {
+		return g.Type == "state" && bytes.Equal(g.raw, f.raw)
+	})
 	f = student.do(`{"type":"deliver","message":1}`)
-	watched = readUntil(t, ws, "the student's delivery", func(f overviewFrame) bool { return f.Type == "state" })
-	if !bytes.Equal(watched.raw, f.raw) || f.Seq != 4 {
-		t.Fatalf("A's watcher got\n%s\nthe student on B\n%s", watched.raw, f.raw)
+	if f.Seq != 4 {
+		t.Fatalf("the student's delivery is seq %d, want 4", f.Seq)
 	}
+	readUntil(t, ws, "the delivery's state, the same bytes as the student's", func(g overviewFrame) bool {
+		return g.Type == "state" && bytes.Equal(g.raw, f.raw)
+	})
 }
 
 // TestReplicaHearsAgain: when a replica's listening connection is cut, it
@@ -243,8 +247,9 @@ func metricValue(t *testing.T, lab *server.Server, name string) float64 {
 }
 
 // TestReplicaClasses: a class made on replica A; a student joins it on B.
-// A lists the student's session in the class; deleting it on A closes the
-// student's tab on B (4001) and B forgets the session.
+// A lists the student's session in the class; requiring predictions on A
+// holds for the student on B; deleting it on A closes the student's tab on
+// B (4001) and B forgets the session.
 func TestReplicaClasses(t *testing.T) {
 	t.Parallel()
 	labs, tss, _ := replicas(t, 2)
@@ -264,6 +269,18 @@ func TestReplicaClasses(t *testing.T) {
 		_, out := callJSON(t, a, "GET", "/api/classes/"+cl.ID, testToken, "")
 		return len(out.Sessions) == 1 && out.Sessions[0].ID == id && out.Sessions[0].Name == "Grace"
 	})
+	// The class's setting, changed on A, holds for the student on B.
+	if status, out := callJSON(t, a, "POST", "/api/classes/"+cl.ID+"/settings", testToken, `{"predictionsRequired": true}`); status != 200 || !out.Class.PredictionsRequired {
+		t.Fatalf("requiring predictions on A: %d %+v", status, out)
+	}
+	if g := tab.state(); !exerciseOf(t, g).Exercise.PredictionsRequired {
+		t.Fatalf("the tab on B after A required predictions: %s", g.raw)
+	}
+	tab.do(`{"type":"queueDeadline"}`)
+	tab.send(`{"type":"deliver","message":1}`)
+	if e := tab.refusal(); e.Reason != "prediction_required" {
+		t.Fatalf("a delivery without a prediction on B: %+v", e)
+	}
 	if status, out := callJSON(t, a, "DELETE", "/api/sessions/"+id, testToken, ""); status != 200 || !slices.Equal(out.Deleted, []string{id}) {
 		t.Fatalf("deleting on A: %d %+v", status, out)
 	}

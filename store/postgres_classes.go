@@ -158,10 +158,15 @@ func (s *Postgres) SetClassOpen(ctx context.Context, id string, open bool, code 
 
 // SetClassPredictions sets whether the class requires predictions.
 func (s *Postgres) SetClassPredictions(ctx context.Context, id string, required bool) error {
-	if err := s.check(); err != nil {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := pgChanged(tx.Exec(ctx, `UPDATE classes SET predictions_required = $1 WHERE id = $2`, required, id)); err != nil {
+			return err
+		}
+		// Delivered on commit: other replicas apply the setting (heard).
+		_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, pgChannel, ClassChanged+id+" 0")
 		return err
-	}
-	if err := pgChanged(s.pool.Exec(ctx, `UPDATE classes SET predictions_required = $1 WHERE id = $2`, required, id)); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("setting predictions of class %s in %s: %w", id, s.name, err)
 	}
 	return nil
