@@ -71,6 +71,18 @@ func (s *Server) joinURL(r *http.Request, code string) string {
 	return base + "/j/" + code
 }
 
+// errNoSuchClass answers a class id the store does not hold (or that is
+// no class id at all).
+var errNoSuchClass = &requestError{http.StatusNotFound, "no such class"}
+
+// answerClass answers {"class": <class>}, as every class route that
+// changes one does.
+func answerClass(c echo.Context, status int, cl classJSON) error {
+	return c.JSON(status, struct {
+		Class classJSON `json:"class"`
+	}{cl})
+}
+
 // storeFailed refuses a request whose data the store failed to read or
 // write: 503, with the cause logged.
 func (s *Server) storeFailed(what string, err error) error {
@@ -90,11 +102,11 @@ func (s *Server) grantedClass(c echo.Context, id string) (store.Class, error) {
 		return store.Class{}, requestErrorf(http.StatusForbidden, "%v", errForbidden)
 	}
 	if !canonicalID(id) {
-		return store.Class{}, requestErrorf(http.StatusNotFound, "no such class")
+		return store.Class{}, errNoSuchClass
 	}
 	cl, err := s.cfg.Store.Class(c.Request().Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
-		return store.Class{}, requestErrorf(http.StatusNotFound, "no such class")
+		return store.Class{}, errNoSuchClass
 	}
 	if err != nil {
 		return store.Class{}, s.storeFailed("reading a class", err)
@@ -196,9 +208,7 @@ func (s *Server) createClass(c echo.Context) error {
 	}
 	out := s.classJSON(c, cl)
 	out.Key = key
-	return c.JSON(http.StatusCreated, struct {
-		Class classJSON `json:"class"`
-	}{out})
+	return answerClass(c, http.StatusCreated, out)
 }
 
 // listClasses answers GET /api/classes.
@@ -241,15 +251,13 @@ func (s *Server) setClassOpen(open bool) echo.HandlerFunc {
 			return s.cfg.Store.SetClassOpen(ctx, cl.ID, open, code)
 		})
 		if errors.Is(err, store.ErrNotFound) {
-			return requestErrorf(http.StatusNotFound, "%s", "no such class")
+			return errNoSuchClass
 		}
 		if err != nil {
 			return s.storeFailed("opening or closing a class", err)
 		}
 		cl.Open = open
-		return c.JSON(http.StatusOK, struct {
-			Class classJSON `json:"class"`
-		}{s.classJSON(c, cl)})
+		return answerClass(c, http.StatusOK, s.classJSON(c, cl))
 	}
 }
 
@@ -273,16 +281,14 @@ func (s *Server) classSettings(c echo.Context) error {
 	}
 	err = s.cfg.Store.SetClassPredictions(c.Request().Context(), cl.ID, *in.PredictionsRequired)
 	if errors.Is(err, store.ErrNotFound) {
-		return requestErrorf(http.StatusNotFound, "%s", "no such class")
+		return errNoSuchClass
 	}
 	if err != nil {
 		return s.storeFailed("changing a class's settings", err)
 	}
 	cl.PredictionsRequired = *in.PredictionsRequired
 	s.requirePredictionsIn(cl.ID, cl.PredictionsRequired)
-	return c.JSON(http.StatusOK, struct {
-		Class classJSON `json:"class"`
-	}{s.classJSON(c, cl)})
+	return answerClass(c, http.StatusOK, s.classJSON(c, cl))
 }
 
 // rotateKey answers POST /api/classes/:id/key: a new class key, shown once;
@@ -295,15 +301,13 @@ func (s *Server) rotateKey(c echo.Context) error {
 	key := store.NewSecret()
 	cl.KeyHash = store.HashSecret(key)
 	if err := s.cfg.Store.SetClassKey(c.Request().Context(), cl.ID, cl.KeyHash); errors.Is(err, store.ErrNotFound) {
-		return requestErrorf(http.StatusNotFound, "%s", "no such class")
+		return errNoSuchClass
 	} else if err != nil {
 		return s.storeFailed("rotating a class key", err)
 	}
 	out := s.classJSON(c, cl)
 	out.Key = key
-	return c.JSON(http.StatusOK, struct {
-		Class classJSON `json:"class"`
-	}{out})
+	return answerClass(c, http.StatusOK, out)
 }
 
 // deleteClass answers DELETE /api/classes/:id: the class goes with its
@@ -316,7 +320,7 @@ func (s *Server) deleteClass(c echo.Context) error {
 	s.closeTabs(s.sessionsIn(cl.ID))
 	ids, err := s.cfg.Store.DeleteClass(c.Request().Context(), cl.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		return requestErrorf(http.StatusNotFound, "%s", "no such class")
+		return errNoSuchClass
 	}
 	if err != nil {
 		return s.storeFailed("deleting a class", err)

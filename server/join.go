@@ -8,14 +8,12 @@ import (
 	"html/template"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
-	"golang.org/x/time/rate"
 
 	"github.com/toolcall-lab/lab/model"
 	"github.com/toolcall-lab/lab/store"
@@ -35,20 +33,8 @@ const (
 	joinCookieAge = 30 * 24 * time.Hour
 )
 
-// Join attempts per client address. Every join request takes from the
-// first bucket: generous, so a class of 500 behind one NAT joins within a
-// minute or two. A code that names no class also takes from the second,
-// small one: guessing codes at 1 every 2 seconds finds one open class among
-// a million codes in about 12 days on average.
-const (
-	joinRate        = 10 // requests a second, per address
-	joinBurst       = 200
-	joinMissRate    = 0.5 // unknown codes a second, per address
-	joinMissBurst   = 20
-	maxJoinAddrs    = 10_000           // addresses tracked at most
-	joinAddrForget  = 10 * time.Minute // an address idle this long is forgotten
-	maxNameFormSize = 4 << 10
-)
+// maxNameFormSize bounds the join form's body.
+const maxNameFormSize = 4 << 10
 
 // joinForm is what the join template shows.
 type joinForm struct {
@@ -87,7 +73,7 @@ func (s *Server) joinCodeForm(c echo.Context) error {
 // closed class.
 func (s *Server) joinClass(c echo.Context) (store.Class, error) {
 	addr := c.RealIP()
-	if !s.joinLimiter.allow(addr, false) {
+	if !s.addrs.allowJoin(addr) {
 		c.Response().Header().Set("Retry-After", "5")
 		return store.Class{}, s.answered(s.joinPage(c, http.StatusTooManyRequests, joinForm{Error: "Too many attempts from your network. Wait a few seconds and try again."}))
 	}
@@ -99,7 +85,7 @@ func (s *Server) joinClass(c echo.Context) (store.Class, error) {
 	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		s.joinLimiter.allow(addr, true) // a miss: guessing codes costs more
+		s.addrs.joinMissed(addr) // guessing codes costs more
 		return store.Class{}, s.answered(s.joinPage(c, http.StatusNotFound, joinForm{Typed: cut(code, 20), Error: "No class has the code " + cut(code, 20) + ". Check the code on the screen and try again."}))
 	case err != nil:
 		s.log.Error("finding a class by code", "err", err)
@@ -245,63 +231,6 @@ func joinName(typed string) (name, problem string) {
 		return "", "A name must be text."
 	}
 	return name, ""
-}
-
-// addrLimiter limits join attempts per client address: two token buckets
-// each, for all requests and for misses.
-//
-// Ownership: mu guards addrs.
-type addrLimiter struct {
-	now   func() time.Time
-	mu    sync.Mutex
-	addrs map[string]*addrBuckets
-}
-
-type addrBuckets struct {
-	all, miss *rate.Limiter
-	seen      time.Time
-}
-
-func newAddrLimiter(now func() time.Time) *addrLimiter {
-	return &addrLimiter{now: now, addrs: make(map[string]*addrBuckets)}
-}
-
-// allow takes one token for addr from the all bucket, or with miss from the
-// miss bucket, and reports whether there was one.
-func (l *addrLimiter) allow(addr string, miss bool) bool {
-	now := l.now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b := l.addrs[addr]
-	if b == nil {
-		if len(l.addrs) >= maxJoinAddrs {
-			l.prune(now)
-		}
-		b = &addrBuckets{all: rate.NewLimiter(joinRate, joinBurst), miss: rate.NewLimiter(joinMissRate, joinMissBurst)}
-		l.addrs[addr] = b
-	}
-	b.seen = now
-	if miss {
-		return b.miss.AllowN(now, 1)
-	}
-	return b.all.AllowN(now, 1) && b.miss.TokensAt(now) >= 1
-}
-
-// prune forgets idle addresses and, when none is idle, any half of them
-// (a flood of addresses then costs their own buckets, not memory). Called
-// with mu held.
-func (l *addrLimiter) prune(now time.Time) {
-	for a, b := range l.addrs {
-		if now.Sub(b.seen) > joinAddrForget {
-			delete(l.addrs, a)
-		}
-	}
-	for a := range l.addrs {
-		if len(l.addrs) <= maxJoinAddrs/2 {
-			break
-		}
-		delete(l.addrs, a)
-	}
 }
 
 // parseJoinTemplate reads static/join.html.

@@ -59,6 +59,16 @@ const (
 	// maxAddrEntries bounds the client addresses the server remembers; past
 	// it the idle ones are forgotten at once rather than at the next sweep.
 	maxAddrEntries = 50_000
+
+	// Join attempts per client address (join.go). Every join request takes
+	// from the first allowance: generous, so a class of 500 behind one NAT
+	// joins within a minute or two. A code that names no class also takes
+	// from the second, small one: guessing codes at 1 every 2 seconds finds
+	// one open class among a million codes in about 12 days on average.
+	joinRate      = 10 // requests a second, per address
+	joinBurst     = 200
+	joinMissRate  = 0.5 // unknown codes a second, per address
+	joinMissBurst = 20
 )
 
 // minFrameBytes is the least frame cap that still lets a reply at the limit
@@ -122,8 +132,8 @@ func (b *outboxBudget) give(n int64) { b.used.Add(-n) }
 
 // addrTable keeps what each client address (Echo's RealIP, which
 // -trusted-proxies decides) holds and may still do: open WebSockets, the
-// sessions it created, and its allowances of new connections and of wrong
-// credentials.
+// sessions it created, and its allowances of new connections, of wrong
+// credentials and of join attempts.
 //
 // Ownership: mu guards m and every addrState in it. It is a leaf lock: taken
 // under Server.mu at times, never the other way round.
@@ -141,6 +151,8 @@ type addrState struct {
 	sessions int // sessions it created that the server holds
 	newConns *rate.Limiter
 	authFail *rate.Limiter
+	joins    *rate.Limiter // join requests
+	misses   *rate.Limiter // join requests for a code that names no class
 }
 
 func newAddrTable(connRate float64, connBurst, authBurst int) *addrTable {
@@ -157,6 +169,8 @@ func (t *addrTable) get(addr string) *addrState {
 		a = &addrState{
 			newConns: rate.NewLimiter(t.connRate, t.connBurst),
 			authFail: rate.NewLimiter(rate.Every(authFailureEvery), t.authBurst),
+			joins:    rate.NewLimiter(joinRate, joinBurst),
+			misses:   rate.NewLimiter(joinMissRate, joinMissBurst),
 		}
 		t.m[addr] = a
 	}
@@ -174,7 +188,8 @@ func (t *addrTable) prune(now time.Time) {
 func (t *addrTable) pruneLocked(now time.Time) {
 	for k, a := range t.m {
 		if a.conns == 0 && a.sessions == 0 &&
-			a.newConns.TokensAt(now) >= float64(t.connBurst) && a.authFail.TokensAt(now) >= float64(t.authBurst) {
+			a.newConns.TokensAt(now) >= float64(t.connBurst) && a.authFail.TokensAt(now) >= float64(t.authBurst) &&
+			a.joins.TokensAt(now) >= joinBurst && a.misses.TokensAt(now) >= joinMissBurst {
 			delete(t.m, k)
 		}
 	}
@@ -227,6 +242,23 @@ func (t *addrTable) dropSession(addr string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.get(addr).sessions--
+}
+
+// allowJoin spends one of addr's join attempts, and says whether it had
+// one and has not used up its allowance of misses either.
+func (t *addrTable) allowJoin(addr string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	a := t.get(addr)
+	return a.joins.Allow() && a.misses.Tokens() >= 1
+}
+
+// joinMissed spends one of addr's allowance of join requests for a code
+// that names no class.
+func (t *addrTable) joinMissed(addr string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.get(addr).misses.Allow()
 }
 
 // authAllowed says whether addr may present credentials now: it has not

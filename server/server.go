@@ -52,7 +52,6 @@ type Server struct {
 	// projectorHTML is a class's projector page; joinTmpl the join pages.
 	projectorHTML []byte
 	joinTmpl      *template.Template
-	joinLimiter   *addrLimiter // has its own lock
 
 	mu        sync.Mutex
 	sessions  map[string]*session
@@ -108,7 +107,6 @@ func New(cfg Config) (*Server, error) {
 		loginHTML:      loginHTML,
 		projectorHTML:  projectorHTML,
 		joinTmpl:       joinTmpl,
-		joinLimiter:    newAddrLimiter(cfg.Now),
 		classOf:        make(map[string]string),
 		auth:           newInstructorAuth(cfg.InstructorToken),
 		addrs:          newAddrTable(cfg.AddrConnRate, cfg.MaxAddrConns, cfg.AuthFailureBurst),
