@@ -5,7 +5,7 @@
 // injections are instructor.js's, scoped to the class by the same path.
 // Server text goes through textContent only (dom.js).
 
-import { byId, list as items, setText, str } from "./dom.js";
+import { byId, list as items, requestJSON, setText, str } from "./dom.js";
 
 const scope = classScope();
 
@@ -16,12 +16,7 @@ export function classScope() {
 }
 
 async function api(method, path, body) {
-  const init = { method, credentials: "same-origin", headers: {} };
-  if (body !== undefined) {
-    init.headers["Content-Type"] = "application/json";
-    init.body = JSON.stringify(body);
-  }
-  const resp = await fetch(path, init);
+  const resp = await requestJSON(method, path, body);
   if (resp.status === 401) location.assign("/instructor/login");
   const out = await resp.json().catch(() => ({}));
   if (!resp.ok) throw new Error(str(out.error) || `The server answered ${resp.status}.`);

@@ -16,6 +16,25 @@ export const list = (v) => (Array.isArray(v) ? v : []);
 // setText sets node's text unless it already is text: writing equal text would
 // still replace the text node, which makes screen readers re-announce live
 // regions.
+// el makes an element of tag with an optional class and text (as text).
+export function el(tag, className, text) {
+  const e = document.createElement(tag);
+  if (className) e.className = className;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+// requestJSON sends body as JSON (no body when undefined) with the page's
+// cookies, and resolves to the response.
+export function requestJSON(method, path, body) {
+  const init = { method, credentials: "same-origin", headers: {} };
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  return fetch(path, init);
+}
+
 export function setText(node, text) {
   if (node.textContent !== text) node.textContent = text;
 }

@@ -9,7 +9,7 @@
 // The steps' texts come from /exercise.json (the model's words, one place).
 // All text goes through textContent.
 
-import { byId, list, num, setData, setText, str } from "./dom.js";
+import { byId, el, list, num, setData, setText, str } from "./dom.js";
 
 const PREDICTIONS = [
   ["", "No prediction"],
@@ -34,13 +34,6 @@ const panel = {
 
 const LEGEND = "Before you deliver: what do you expect the notice to be?";
 const LEGEND_REQUIRED = "Required by your class: before you deliver, what do you expect the notice to be?";
-
-function el(tag, className, text) {
-  const e = document.createElement(tag);
-  if (className) e.className = className;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
 
 // initExercise builds the panel into section #exercise and the prediction
 // choice just before the held messages (#queue).

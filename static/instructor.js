@@ -24,6 +24,7 @@ import {
   list,
   localTime,
   num,
+  requestJSON,
   setData,
   setText,
   socketURL,
@@ -527,12 +528,7 @@ ui.inject.addEventListener("click", async () => {
   let resp;
   let out;
   try {
-    resp = await fetch("/api/inject", {
-      method: "POST",
-      credentials: "same-origin",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify(body),
-    });
+    resp = await requestJSON("POST", "/api/inject", body);
   } catch {
     setText(ui.summary, "The injection did not reach the server.");
     return;
@@ -578,12 +574,7 @@ async function deleteSessions(body, what) {
   let resp;
   let out = {};
   try {
-    resp = await fetch("/api/sessions/delete", {
-      method: "POST",
-      credentials: "same-origin",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify(body),
-    });
+    resp = await requestJSON("POST", "/api/sessions/delete", body);
     if (resp.status === 401) {
       stop();
       return;

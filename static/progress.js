@@ -10,7 +10,7 @@
 // instructor.js calls initProgress once and renderProgress with every
 // overview frame. All text goes through textContent.
 
-import { KeyedList, byId, list, num, setData, setText, str } from "./dom.js";
+import { byId, el, KeyedList, list, num, setData, setText, str } from "./dom.js";
 
 const STEPS = 9;
 const REFRESH_MS = 5000; // how often the times on a step move on between frames
@@ -28,13 +28,6 @@ const board = {
   drawFrame: 0,
   timer: 0,
 };
-
-function el(tag, className, text) {
-  const e = document.createElement(tag);
-  if (className) e.className = className;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
 
 const label = (row) => str(row.name) || str(row.id).slice(0, 8);
 
