@@ -346,6 +346,12 @@ func (l *Lab) Apply(e Event) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	l.commit(c)
+	return l.notice, nil
+}
+
+// commit makes c, worked out by next at the current seq, the session's.
+func (l *Lab) commit(c change) {
 	l.runs, l.call, l.notice, l.accepted, l.name = c.runs, c.call, c.notice, c.accepted, c.name
 	l.exercise = c.exercise
 	if c.queued != nil {
@@ -369,19 +375,49 @@ func (l *Lab) Apply(e Event) (string, error) {
 		}
 	}
 	l.seq++
-	return l.notice, nil
+}
+
+// Change is an event's effect, worked out by Prepare against the session as
+// it is: the server learns its notice and run, stores them with the event,
+// then Commit applies it without working it out again (a delivery parses
+// and explains its reply once). It holds only at the seq it was prepared at.
+type Change struct {
+	prepared bool
+	seq      uint64
+	c        change
+}
+
+// Notice is the notice the change leaves.
+func (ch Change) Notice() string { return ch.c.notice }
+
+// Run is the run current after the change.
+func (ch Change) Run() string { return ch.c.call.Key.RunID }
+
+// Prepare works out what applying e would do, without changing the
+// session. An event Apply would refuse is refused here too.
+func (l *Lab) Prepare(e Event) (Change, error) {
+	c, err := l.next(e)
+	if err != nil {
+		return Change{}, err
+	}
+	return Change{prepared: true, seq: l.seq, c: c}, nil
+}
+
+// Commit applies a change Prepare made at the session's current seq, as
+// Apply would apply its event.
+func (l *Lab) Commit(ch Change) error {
+	if !ch.prepared || ch.seq != l.seq {
+		return fmt.Errorf("committing a change prepared at seq %d at seq %d", ch.seq, l.seq)
+	}
+	l.commit(ch.c)
+	return nil
 }
 
 // Preview returns what applying e would leave, without changing the session:
-// the notice and the run that is current afterwards. The server stores both
-// with the event before it applies it, so that nothing is applied that was
-// not stored. An event Apply would refuse is refused here too.
+// the notice and the run that is current afterwards.
 func (l *Lab) Preview(e Event) (notice, run string, err error) {
-	c, err := l.next(e)
-	if err != nil {
-		return "", "", err
-	}
-	return c.notice, c.call.Key.RunID, nil
+	ch, err := l.Prepare(e)
+	return ch.Notice(), ch.Run(), err
 }
 
 // change is what an event does to a session: its new scalar fields and what

@@ -52,3 +52,43 @@ func TestPreviewRefusesWhatApplyRefuses(t *testing.T) {
 		t.Fatalf("seq %d after a refused preview", l.Seq())
 	}
 }
+
+// TestPrepareCommit: a change committed is what Apply of the same event
+// leaves, and a change prepared at another seq is refused.
+func TestPrepareCommit(t *testing.T) {
+	t.Parallel()
+	applied, committed := NewLab(), NewLab()
+	events := []Event{
+		{Kind: MessageQueued, By: Student, Message: Message{ID: 1, Kind: ReplyMessage, From: Student, Raw: `{"runId":"run-1","callId":"lookup","kind":"completed","output":"x"}`}},
+		{Kind: MessageDelivered, By: Student, Message: Message{ID: 1}, Prediction: PredictAccepted},
+		{Kind: RunStarted, By: Student},
+	}
+	var stale Change
+	for i, e := range events {
+		if _, err := applied.Apply(e); err != nil {
+			t.Fatal(err)
+		}
+		ch, err := committed.Prepare(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			stale = ch
+		}
+		if err := committed.Commit(ch); err != nil {
+			t.Fatal(err)
+		}
+		if ch.Notice() != applied.View().Notice || ch.Run() != applied.View().Call.RunID {
+			t.Fatalf("event %d: prepared %q %q, applied %+v", i, ch.Notice(), ch.Run(), applied.View())
+		}
+	}
+	if !reflect.DeepEqual(applied, committed) {
+		t.Fatalf("committed\n%+v\napplied\n%+v", committed, applied)
+	}
+	if err := committed.Commit(stale); err == nil {
+		t.Fatal("a change prepared at seq 0 was committed at seq 3")
+	}
+	if err := committed.Commit(Change{}); err == nil {
+		t.Fatal("a zero change was committed")
+	}
+}

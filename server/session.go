@@ -259,8 +259,10 @@ func (s *session) apply(p pending) {
 			err = s.caps.check(ev, s.runs, s.renames, s.lab.Seq())
 		}
 		var notice, run string
+		var change model.Change
 		if err == nil {
-			notice, run, err = s.lab.Preview(ev)
+			change, err = s.lab.Prepare(ev)
+			notice, run = change.Notice(), change.Run()
 		}
 		if err != nil {
 			// With other replicas a refusal is final only once the
@@ -327,9 +329,10 @@ func (s *session) apply(p pending) {
 			s.refuse(p, fmt.Errorf("%w: %w", errCannotSave, err))
 			return
 		}
-		if _, err := s.lab.Apply(ev); err != nil {
-			// Preview accepted ev, so this cannot happen; the stored record
-			// would then disagree with the session, which a restart resolves.
+		if err := s.lab.Commit(change); err != nil {
+			// Prepared at this very seq, so this cannot happen; the stored
+			// record would then disagree with the session, which a restart
+			// resolves.
 			s.refuse(p, fmt.Errorf("applying a stored event: %w", err))
 			return
 		}
