@@ -146,7 +146,10 @@ func TestLogs(t *testing.T) {
 	c.send(`{"type":"queueReply","raw":"another-secret","x":`)
 	c.refused()
 	c.ws.Close(4000, "bye")
-	// The close line is written when the handler finishes; shutdown waits for it.
+	// The close line is written when the handler finishes. Wait for it
+	// before shutting down: a shutdown racing the student's close would
+	// send 1001 too, and either code would be true.
+	waitFor(t, func() bool { return strings.Contains(logs.String(), `msg="websocket closed"`) })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := lab.Shutdown(ctx); err != nil {
