@@ -163,6 +163,17 @@ type SQLite struct {
 	leading bool
 	shut    bool
 
+	// inRecent holds, for each session that may have rows in recent, the
+	// position of its last one: the leader adds (before its commit), the
+	// mover removes what it has moved (after its commit), reads look.
+	// Every row in recent is covered: open moves what a crash left there.
+	// Positions are the leader's lastPos counted on, never reused while
+	// open (SQLite would reuse a rowid once recent is empty), so an entry
+	// is dropped only when its session's last row has moved.
+	recentMu sync.Mutex
+	inRecent map[string]int64
+	lastPos  int64 // guarded by recentMu, advanced by the leader
+
 	// appended counts the rows committed to recent since open; unmoved
 	// those not yet moved (more, after a Delete took some). The leader
 	// adds, the mover subtracts and reads them (see checkpointer).
@@ -201,7 +212,7 @@ type request struct {
 // (see SQLite); its own result comes later on the same channel.
 var errLead = errors.New("store: lead the next commit")
 
-// maxInsertRows bounds the rows of one INSERT statement (13 parameters a
+// maxInsertRows bounds the rows of one INSERT statement (15 parameters a
 // row; SQLite allows 32766).
 const maxInsertRows = 32
 
@@ -252,7 +263,7 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 	s := &SQLite{
 		path: path, db: db, maxBatch: opt.MaxBatch, every: opt.every, walLimit: opt.WALLimit,
 		quit: make(chan struct{}), cpDone: make(chan struct{}),
-		seqs: make(map[string]uint64), txSeqs: make(map[string]uint64),
+		seqs: make(map[string]uint64), txSeqs: make(map[string]uint64), inRecent: make(map[string]int64),
 	}
 	if s.wconn, err = db.Conn(context.Background()); err != nil {
 		db.Close()
@@ -273,13 +284,18 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 		}
 	}
 	s.idle.L = &s.mu
-	// Rows a crash left in recent move first: seqs then covers every
-	// session with rows in recent.
+	// Rows a crash left in recent move first: seqs and inRecent then cover
+	// every session with rows in recent.
 	if err := s.move(); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("opening the lab's data file %s: %w", path, err)
 	}
 	s.unmoved.Store(0) // the move subtracted rows appended before open
+	// recent is empty now; should a row have stayed, new ones go after it.
+	if err := db.QueryRow(`SELECT COALESCE(MAX(pos), 0) FROM recent`).Scan(&s.lastPos); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("opening the lab's data file %s: %w", path, err)
+	}
 	go s.checkpointer()
 	return s, nil
 }
@@ -439,10 +455,16 @@ func (s *SQLite) insertRows() error {
 			s.inserts[n] = stmt
 		}
 		s.args = s.args[:0]
+		s.recentMu.Lock()
 		for _, w := range rows[:n] {
-			s.args = append(s.args, w.session, w.seq, w.timeMs, w.actor, w.kind, w.message,
+			// Noted before the commit: an entry whose rows were rolled back
+			// costs a read a look at recent, no more.
+			s.lastPos++
+			s.inRecent[w.session] = s.lastPos
+			s.args = append(s.args, s.lastPos, w.session, w.seq, w.timeMs, w.actor, w.kind, w.message,
 				w.msgKind, w.msgFrom, w.raw, w.keyRun, w.keyCall, w.run, w.notice, w.prediction)
 		}
+		s.recentMu.Unlock()
 		_, err := stmt.Exec(s.args...)
 		clear(s.args) // drop references to the rows' text
 		if err != nil {
@@ -505,8 +527,8 @@ func (s *SQLite) send(ctx context.Context, r request) error {
 const eventCols = `session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice, prediction`
 
 const (
-	insertEventValues = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	insertEventSQL    = `INSERT INTO recent (` + eventCols + `) VALUES ` + insertEventValues
+	insertEventValues = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertEventSQL    = `INSERT INTO recent (pos, ` + eventCols + `) VALUES ` + insertEventValues
 	// A session with no row in recent has all of them in events.
 	lastSeqSQL = `SELECT COALESCE(MAX(seq), 0) FROM events WHERE session = ?`
 	// A session's row is written with its first event; its last activity is
@@ -560,6 +582,14 @@ func (s *SQLite) moveChunks(wholeOnly bool) error {
 		if err != nil {
 			return fmt.Errorf("moving recent events: %w", err)
 		}
+		// Committed: what was in recent up to hi is in events now.
+		s.recentMu.Lock()
+		for id, pos := range s.inRecent {
+			if pos <= hi {
+				delete(s.inRecent, id)
+			}
+		}
+		s.recentMu.Unlock()
 	}
 	return nil
 }
@@ -752,8 +782,18 @@ func (s *SQLite) EventsAfter(ctx context.Context, id string, after uint64) ([]Re
 		return nil, ErrClosed
 	default:
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+eventCols+` FROM events WHERE session = ? AND seq > ?
-		UNION ALL SELECT `+eventCols+` FROM recent WHERE session = ? AND seq > ? ORDER BY seq`, id, int64(after), id, int64(after))
+	// recent has no index by session (see SQLite): a session with no row
+	// there, such as every new one, is read from events alone.
+	s.recentMu.Lock()
+	_, recent := s.inRecent[id]
+	s.recentMu.Unlock()
+	q, args := `SELECT `+eventCols+` FROM events WHERE session = ? AND seq > ? ORDER BY seq`, []any{id, int64(after)}
+	if recent {
+		q = `SELECT ` + eventCols + ` FROM events WHERE session = ? AND seq > ?
+		UNION ALL SELECT ` + eventCols + ` FROM recent WHERE session = ? AND seq > ? ORDER BY seq`
+		args = append(args, id, int64(after))
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("reading session %s from %s: %w", id, s.path, err)
 	}

@@ -621,6 +621,15 @@ func TestSQLiteRecentMoves(t *testing.T) {
 	if count("recent") != 0 || count("events") != 3 {
 		t.Fatalf("after a move: recent %d, events %d", count("recent"), count("events"))
 	}
+	// Reads skip recent for sessions with no row there (it has no index
+	// by session): the move must have dropped "a" from inRecent, and
+	// positions must go on past the moved ones, though recent is empty.
+	if len(s.inRecent) != 0 || s.lastPos != 3 {
+		t.Fatalf("after a move: inRecent %v, lastPos %d", s.inRecent, s.lastPos)
+	}
+	if got, err := s.Events(ctx, "a"); err != nil || !reflect.DeepEqual(got, recs[:3]) {
+		t.Fatalf("from events alone: %v %+v", err, got)
+	}
 	for _, r := range recs[3:] {
 		if err := s.Append(ctx, r); err != nil {
 			t.Fatal(err)
