@@ -71,7 +71,14 @@ func (s *Server) studentSocket(c echo.Context) error {
 		c.Response().Header().Set("Retry-After", "10")
 		return requestErrorf(http.StatusTooManyRequests, "%v (%d open, the most the lab takes from one address)", errAddrFull, s.cfg.MaxAddrConns)
 	}
-	defer s.addrs.leave(addr)
+	// handedOver: the connection's goroutine leaves addr and ends the
+	// hold instead (see the end).
+	handedOver := false
+	defer func() {
+		if !handedOver {
+			s.addrs.leave(addr)
+		}
+	}()
 	refused := s.addrs.allowNew(addr)
 	ws, err := websocket.Accept(c.Response(), c.Request(), &websocket.AcceptOptions{OriginPatterns: s.cfg.Origins})
 	if err != nil {
@@ -80,7 +87,11 @@ func (s *Server) studentSocket(c echo.Context) error {
 	if !s.hold(ws) {
 		return nil // closing: hold closed it the way the others were
 	}
-	defer s.handlers.Done()
+	defer func() {
+		if !handedOver {
+			s.handlers.Done()
+		}
+	}()
 	var sess *session
 	if refused == nil {
 		if _, held := s.find(id); !held {
@@ -100,8 +111,20 @@ func (s *Server) studentSocket(c echo.Context) error {
 		why.closeConn(ws)
 		return nil
 	}
-	defer s.release(sess)
-	s.serveStudent(ws, sess, addr)
+	// The connection lives on a goroutine of its own, and this handler
+	// returns (the socket is hijacked: net/http is done with it). A
+	// handler's goroutine ends the upgrade with a stack grown by net/http,
+	// Echo and its middleware to 16 KiB, which it would keep for the
+	// connection's life; a new goroutine grows only to what the connection
+	// needs (BENCHMARKS.md, idle connections). Server.handlers counts it
+	// (it holds this handler's hold), so Shutdown waits for it.
+	handedOver = true
+	go func() {
+		defer s.addrs.leave(addr)
+		defer s.handlers.Done()
+		defer s.release(sess)
+		s.serveStudent(ws, sess, addr)
+	}()
 	return nil
 }
 
