@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -43,6 +44,7 @@ type conn struct {
 	metrics      *metrics
 	writeTimeout time.Duration
 	limit        frameLimit    // used by the reader only
+	bufs         *readBuffers  // the Server's
 	budget       int64         // Config.MaxConnOutboxBytes
 	total        *outboxBudget // all connections' outboxes together
 	// writeTimer closes the connection when a write takes longer than
@@ -324,7 +326,8 @@ func (c *conn) readLoop(s *session) error {
 		if err != nil {
 			return err
 		}
-		cmd, err := decodeFrame(data, c.role)
+		cmd, err := decodeFrame(*data, c.role) // keeps no byte of data
+		c.bufs.put(data)
 		if err != nil {
 			c.metrics.frameIn("invalid")
 			c.sendError(err)
@@ -338,10 +341,10 @@ func (c *conn) readLoop(s *session) error {
 // nextText returns the next text frame within the rate limit. Frames over
 // the limit and binary ones get an error frame. Before it waits for a frame
 // it writes what the previous one caused (see deferFlush).
-func (c *conn) nextText() ([]byte, error) {
+func (c *conn) nextText() (*[]byte, error) {
 	for {
 		c.readerFlush()
-		typ, data, err := c.ws.Read(context.Background())
+		typ, data, err := c.read()
 		if err != nil {
 			return nil, err
 		}
@@ -359,15 +362,70 @@ func (c *conn) nextText() ([]byte, error) {
 		case typ != websocket.MessageText:
 			c.metrics.frameIn("invalid")
 			c.sendError(badFrame("frames must be text messages holding JSON"))
-		case !utf8.Valid(data):
+		case !utf8.Valid(*data):
 			// RFC 6455 §8.1: a text frame that is not UTF-8 fails the connection.
 			c.metrics.framesIn.WithLabelValues("invalid").Inc()
 			c.close(closeInvalidUTF8)
+			c.bufs.put(data)
 			return nil, errNotUTF8
 		default:
 			return data, nil
 		}
+		c.bufs.put(data)
 	}
+}
+
+// readBuffers lends the buffers frames are read into, from a frame's first
+// byte to its decoding: an idle connection, waiting in Reader for its next
+// frame, holds none. Safe for concurrent use; the Server owns one.
+type readBuffers struct{ pool sync.Pool }
+
+func (p *readBuffers) get() *[]byte {
+	if b, ok := p.pool.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, 0, 1024)
+	return &b
+}
+
+// put takes back a buffer; one grown by a rare big frame is left to the GC,
+// so the pool keeps only what ordinary frames need.
+func (p *readBuffers) put(b *[]byte) {
+	if cap(*b) <= maxPooledRead {
+		*b = (*b)[:0]
+		p.pool.Put(b)
+	}
+}
+
+// maxPooledRead: a 64 KiB reply, JSON-escaped in its frame, fits.
+const maxPooledRead = 128 << 10
+
+// read reads the next message into a buffer from c.bufs, which the caller
+// puts back once done with it.
+func (c *conn) read() (websocket.MessageType, *[]byte, error) {
+	typ, r, err := c.ws.Reader(context.Background())
+	if err != nil {
+		return 0, nil, err
+	}
+	buf := c.bufs.get()
+	b := *buf
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			*buf = b
+			c.bufs.put(buf)
+			return 0, nil, err
+		}
+	}
+	*buf = b
+	return typ, buf, nil
 }
 
 // checkUpgrade refuses, before the upgrade and as an HTTP error like every

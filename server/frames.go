@@ -177,6 +177,7 @@ type stateEncoder struct {
 	session         string
 	queue, receipts []byte // encoded entries, comma-separated
 	held, received  int    // entries encoded so far
+	head, tail      []byte // scratch: what goes before queue and after receipts
 	// predictionsRequired is the session's class setting as of this
 	// frame; the drainer sets it before encoding.
 	predictionsRequired bool
@@ -230,31 +231,39 @@ func (e *stateEncoder) frame(l *model.Lab) ([]byte, model.LabView) {
 	}
 	e.held, e.received = v.Held, v.Received
 
-	b := make([]byte, 0, 512+len(e.queue)+len(e.receipts))
-	b = append(b, `{"type":"state","session":`...)
-	b = jsjson.AppendString(b, e.session)
-	b = append(b, `,"seq":`...)
-	b = strconv.AppendUint(b, v.Seq, 10)
-	b = append(b, `,"call":{"runId":`...)
-	b = jsjson.AppendString(b, v.Call.RunID)
-	b = append(b, `,"callId":`...)
-	b = jsjson.AppendString(b, v.Call.CallID)
-	b = append(b, `,"status":`...)
-	b = jsjson.AppendString(b, v.Call.Status)
-	b = append(b, `,"detail":`...)
-	b = jsjson.AppendString(b, v.Call.Detail)
-	b = append(b, `},"notice":`...)
-	b = jsjson.AppendString(b, v.Notice)
-	b = append(b, `,"draft":`...)
-	b = jsjson.AppendString(b, v.Draft)
-	b = append(b, `,"queue":[`...)
+	// The parts around queue and receipts go to scratch space first, so the
+	// frame is allocated once at its exact size: growing it as it was
+	// written cost a second allocation and copy of the whole frame.
+	h := append(e.head[:0], `{"type":"state","session":`...)
+	h = jsjson.AppendString(h, e.session)
+	h = append(h, `,"seq":`...)
+	h = strconv.AppendUint(h, v.Seq, 10)
+	h = append(h, `,"call":{"runId":`...)
+	h = jsjson.AppendString(h, v.Call.RunID)
+	h = append(h, `,"callId":`...)
+	h = jsjson.AppendString(h, v.Call.CallID)
+	h = append(h, `,"status":`...)
+	h = jsjson.AppendString(h, v.Call.Status)
+	h = append(h, `,"detail":`...)
+	h = jsjson.AppendString(h, v.Call.Detail)
+	h = append(h, `},"notice":`...)
+	h = jsjson.AppendString(h, v.Notice)
+	h = append(h, `,"draft":`...)
+	h = jsjson.AppendString(h, v.Draft)
+	h = append(h, `,"queue":[`...)
+	t := append(e.tail[:0], `],"name":`...)
+	t = jsjson.AppendString(t, v.Name)
+	t = appendExercise(t, v, e.predictionsRequired)
+	t = append(t, '}')
+	e.head, e.tail = h, t
+
+	const between = `],"receipts":[`
+	b := make([]byte, 0, len(h)+len(e.queue)+len(between)+len(e.receipts)+len(t))
+	b = append(b, h...)
 	b = append(b, e.queue...)
-	b = append(b, `],"receipts":[`...)
+	b = append(b, between...)
 	b = append(b, e.receipts...)
-	b = append(b, `],"name":`...)
-	b = jsjson.AppendString(b, v.Name)
-	b = appendExercise(b, v, e.predictionsRequired)
-	return append(b, '}'), v
+	return append(b, t...), v
 }
 
 // errorFrame tells a client why its frame was refused: the sentence for

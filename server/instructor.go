@@ -87,7 +87,8 @@ func (c *conn) instructorLoop(s *Server, scope string, watched **session) error 
 		if err != nil {
 			return err
 		}
-		cmd, err := decodeInstructorFrame(data)
+		cmd, err := decodeInstructorFrame(*data) // keeps no byte of data
+		c.bufs.put(data)
 		if err != nil {
 			c.metrics.frameIn("invalid")
 			c.sendError(err)

@@ -32,7 +32,7 @@ import (
 // and admitted count. addrs and outbox are safe for concurrent use (addrs
 // has a leaf lock of its own, outbox is atomic). Each session
 // guards its own state (see session); each conn its outbox (see conn); the
-// overview and instructorAuth have their own locks. Lock order is Server.mu,
+// overview and instructorAuth have their own locks; readBufs is a sync.Pool. Lock order is Server.mu,
 // then session.mu, then conn.mu; no I/O happens under any of them.
 type Server struct {
 	cfg  Config
@@ -47,6 +47,8 @@ type Server struct {
 	addrs *addrTable
 	// outbox counts the bytes waiting in every connection's outbox.
 	outbox *outboxBudget
+	// readBufs lends every connection's reader its frame buffers.
+	readBufs *readBuffers
 	// overview sends the class table to instructors; it has its own lock.
 	overview *overview
 	// projectorHTML is a class's projector page; joinTmpl the join pages.
@@ -111,6 +113,7 @@ func New(cfg Config) (*Server, error) {
 		auth:           newInstructorAuth(cfg.InstructorToken),
 		addrs:          newAddrTable(cfg.AddrConnRate, cfg.MaxAddrConns, cfg.AuthFailureBurst),
 		outbox:         &outboxBudget{max: cfg.MaxOutboxBytes},
+		readBufs:       &readBuffers{},
 		sessions:       make(map[string]*session),
 		conns:          make(map[*conn]struct{}),
 	}
@@ -400,5 +403,5 @@ func (s *Server) detach(c *conn) {
 // newConn wraps an accepted WebSocket.
 func (s *Server) newConn(ws *websocket.Conn, role model.Actor, log *slog.Logger) *conn {
 	return &conn{ws: ws, role: role, log: log, metrics: s.metrics, writeTimeout: s.cfg.WriteTimeout,
-		limit: newFrameLimit(s.cfg.FrameRate, s.cfg.FrameBurst), budget: s.cfg.MaxConnOutboxBytes, total: s.outbox}
+		limit: newFrameLimit(s.cfg.FrameRate, s.cfg.FrameBurst), budget: s.cfg.MaxConnOutboxBytes, total: s.outbox, bufs: s.readBufs}
 }
