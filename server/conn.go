@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/coder/websocket"
+	"github.com/labstack/echo/v4"
 
 	"github.com/toolcall-lab/lab/model"
 )
@@ -426,6 +428,39 @@ func (c *conn) read() (websocket.MessageType, *[]byte, error) {
 	}
 	*buf = b
 	return typ, buf, nil
+}
+
+// accept upgrades c's request (see checkUpgrade for what is refused
+// before), writing through Echo's response as any handler does. The
+// connection it returns writes through a buffer of writeBufferSize, not the
+// 4 KiB one net/http hands over: coder/websocket writes a frame's header
+// into that buffer and its payload after it, so a state frame past 4 KiB
+// took two write calls where one does (BENCHMARKS.md). The buffer is
+// written first by the connection's first state, so an idle connection
+// costs it in full.
+func (s *Server) accept(c echo.Context) (*websocket.Conn, error) {
+	return websocket.Accept(biggerWrites{c.Response()}, c.Request(), &websocket.AcceptOptions{OriginPatterns: s.cfg.Origins})
+}
+
+// writeBufferSize holds a typical state frame (about 2-10 KiB) with its
+// header.
+const writeBufferSize = 12 << 10
+
+// biggerWrites is Echo's response, whose Hijack hands over a bigger write
+// buffer (see accept).
+type biggerWrites struct{ *echo.Response }
+
+func (w biggerWrites) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	nc, brw, err := w.Response.Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := brw.Writer.Flush(); err != nil { // nothing is buffered yet; if it were, it goes first
+		nc.Close()
+		return nil, nil, fmt.Errorf("flushing the upgrade: %w", err)
+	}
+	brw.Writer = bufio.NewWriterSize(nc, writeBufferSize)
+	return nc, brw, nil
 }
 
 // checkUpgrade refuses, before the upgrade and as an HTTP error like every

@@ -40,7 +40,7 @@ func (s *Server) instructorSocket(c echo.Context) error {
 		c.Response().Header().Set("Retry-After", "1")
 		return requestErrorf(http.StatusServiceUnavailable, "the lab server is shutting down; try again in a moment")
 	}
-	ws, err := websocket.Accept(c.Response(), c.Request(), &websocket.AcceptOptions{OriginPatterns: s.cfg.Origins})
+	ws, err := s.accept(c)
 	if err != nil {
 		return nil // Accept has written the response
 	}

@@ -80,7 +80,7 @@ func (s *Server) studentSocket(c echo.Context) error {
 		}
 	}()
 	refused := s.addrs.allowNew(addr)
-	ws, err := websocket.Accept(c.Response(), c.Request(), &websocket.AcceptOptions{OriginPatterns: s.cfg.Origins})
+	ws, err := s.accept(c)
 	if err != nil {
 		return nil // Accept has written the response
 	}
