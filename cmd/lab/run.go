@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,6 +41,7 @@ type config struct {
 	showVersion     bool
 	data            string // SQLite file, memoryData, or a postgres:// URL
 	dataSync        string
+	gcPercent       int // the Go collector's GOGC while serving
 }
 
 // memoryData as -data keeps sessions in memory only: for demos and tests.
@@ -55,6 +57,11 @@ func defaultConfig() config {
 		logLevel:        slog.LevelInfo,
 		data:            "./lab-data/lab.db",
 		dataSync:        "normal",
+		// Each change allocates its state frame (a few KiB) and little else
+		// lives long, so collecting at twice the live heap rather than Go's
+		// 100% costs a class some MiB and saves the collector's CPU: about
+		// 6% of a change in BENCHMARKS.md's throughput scenario.
+		gcPercent: 200,
 	}
 }
 
@@ -80,6 +87,7 @@ func settings(c *config) []setting {
 		{"session-ttl", "LAB_SESSION_TTL", "idle time (no change, no open page) after which a session is deleted", durationValue{&sc.SessionTTL}},
 		{"log-format", "LAB_LOG_FORMAT", "log format: text or json", choiceValue{&c.logFormat, []string{"text", "json"}}},
 		{"log-level", "LAB_LOG_LEVEL", "least log level: debug, info, warn or error", levelValue{&c.logLevel}},
+		{"gc-percent", "LAB_GC_PERCENT", "Go's GOGC while serving: the heap grows by this percent of what survived the last collection before the next one (more memory, less CPU)", intValue{&c.gcPercent}},
 		{"metrics-token", "LAB_METRICS_TOKEN", "bearer token that /metrics requires (default: none)", stringValue{&sc.MetricsToken}},
 		{"instructor-token", "LAB_INSTRUCTOR_TOKEN", "secret of the instructor console and API (default: a random one, printed at start)", secretValue{&sc.InstructorToken}},
 		{"trusted-proxies", "LAB_TRUSTED_PROXIES", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed", cidrsValue{&sc.TrustedProxies}},
@@ -357,6 +365,9 @@ func validate(c config) error {
 	if c.data == "" {
 		return named("data", fmt.Errorf("empty: give a file, or %q for memory only", memoryData))
 	}
+	if c.gcPercent < 10 {
+		return named("gc-percent", fmt.Errorf("%d: give a percent of at least 10 (below it the collector runs all but always)", c.gcPercent))
+	}
 	if err := c.server.Validate(); err != nil {
 		var se *server.SettingError
 		if errors.As(err, &se) {
@@ -458,6 +469,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(signals)
+
+	// Restored on return: tests run the command in their own process.
+	defer debug.SetGCPercent(debug.SetGCPercent(cfg.gcPercent))
 
 	scfg := cfg.server
 	scfg.Logger = log

@@ -266,6 +266,7 @@ func TestSettingsCheckedBeforeDisk(t *testing.T) {
 		{"total outbox below one", map[string]string{"LAB_MAX_OUTBOX_BYTES": "1000"}, "-max-outbox-bytes (LAB_MAX_OUTBOX_BYTES)"},
 		{"session conns above all", map[string]string{"LAB_MAX_SESSION_CONNS": "20000"}, "-max-session-conns (LAB_MAX_SESSION_CONNS)"},
 		{"runs above events", map[string]string{"LAB_MAX_RUNS": "9000"}, "-max-runs (LAB_MAX_RUNS)"},
+		{"collector all but always", map[string]string{"LAB_GC_PERCENT": "5"}, "-gc-percent (LAB_GC_PERCENT)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
