@@ -25,8 +25,16 @@ import (
 
 // outFrame is a frame waiting to be written.
 type outFrame struct {
-	data  []byte
-	state bool // a state frame (else an error frame)
+	data   []byte
+	shared *sharedFrame // data's holder, when it is a session's frame
+	state  bool         // a state frame (else an error frame)
+}
+
+// done gives up the outbox's reference, once the frame is written or dropped.
+func (f outFrame) done() {
+	if f.shared != nil {
+		f.shared.release()
+	}
 }
 
 // conn is one WebSocket connection of a session.
@@ -79,7 +87,16 @@ type conn struct {
 	flushers sync.WaitGroup
 }
 
-func (c *conn) sendState(frame []byte) {
+// sendState queues a frame of the state kind that is the caller's own
+// (an overview, a timeline); sendShared queues a session's state frame,
+// taking a reference to it.
+func (c *conn) sendState(frame []byte) { c.queueState(outFrame{data: frame, state: true}) }
+
+func (c *conn) sendShared(f *sharedFrame) {
+	c.queueState(outFrame{data: f.data, shared: f, state: true})
+}
+
+func (c *conn) queueState(f outFrame) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closeWith != nil || c.torn {
@@ -88,10 +105,14 @@ func (c *conn) sendState(frame []byte) {
 	if c.nStates == maxPendingStates {
 		i := slices.IndexFunc(c.outbox, func(f outFrame) bool { return f.state })
 		c.unqueue(int64(len(c.outbox[i].data)))
+		c.outbox[i].done()
 		c.outbox = slices.Delete(c.outbox, i, i+1)
 		c.nStates--
 	}
-	if c.enqueue(outFrame{data: frame, state: true}) {
+	if c.enqueue(f) {
+		if f.shared != nil {
+			f.shared.retain() // the caller holds one meanwhile
+		}
 		c.nStates++
 	}
 	c.kick()
@@ -125,6 +146,7 @@ func (c *conn) unqueue(n int64) {
 func (c *conn) dropOutbox() {
 	for _, f := range c.outbox {
 		c.unqueue(int64(len(f.data)))
+		f.done()
 	}
 	c.outbox, c.nStates, c.nErrors = nil, 0, 0
 }
@@ -205,6 +227,7 @@ func (c *conn) flush(inline bool) {
 		if why != nil {
 			for _, f := range frames {
 				c.unqueue(int64(len(f.data)))
+				f.done()
 			}
 		}
 		c.mu.Unlock()
@@ -222,11 +245,13 @@ func (c *conn) flush(inline bool) {
 				typ = "state"
 			}
 			ok := c.write(f.data, typ)
+			f.done()
 			c.mu.Lock()
 			c.unqueue(int64(len(f.data)))
 			if !ok {
 				for _, rest := range frames[i+1:] {
 					c.unqueue(int64(len(rest.data)))
+					rest.done()
 				}
 			}
 			c.mu.Unlock()

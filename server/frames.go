@@ -178,14 +178,16 @@ type stateEncoder struct {
 	queue, receipts []byte // encoded entries, comma-separated
 	held, received  int    // entries encoded so far
 	head, tail      []byte // scratch: what goes before queue and after receipts
+	pool            *framePool
 	// predictionsRequired is the session's class setting as of this
 	// frame; the drainer sets it before encoding.
 	predictionsRequired bool
 }
 
 // frame encodes the state of l, which must be the same session as at every
-// earlier call, and returns the view it presented.
-func (e *stateEncoder) frame(l *model.Lab) ([]byte, model.LabView) {
+// earlier call, and returns the view it presented. The frame comes with one
+// reference, the caller's.
+func (e *stateEncoder) frame(l *model.Lab) (*sharedFrame, model.LabView) {
 	v := l.ViewSince(e.held, e.received)
 	for _, m := range v.Queue {
 		if len(e.queue) > 0 {
@@ -232,7 +234,7 @@ func (e *stateEncoder) frame(l *model.Lab) ([]byte, model.LabView) {
 	e.held, e.received = v.Held, v.Received
 
 	// The parts around queue and receipts go to scratch space first, so the
-	// frame is allocated once at its exact size: growing it as it was
+	// frame's buffer is taken once, big enough: growing it as it was
 	// written cost a second allocation and copy of the whole frame.
 	h := append(e.head[:0], `{"type":"state","session":`...)
 	h = jsjson.AppendString(h, e.session)
@@ -258,12 +260,13 @@ func (e *stateEncoder) frame(l *model.Lab) ([]byte, model.LabView) {
 	e.head, e.tail = h, t
 
 	const between = `],"receipts":[`
-	b := make([]byte, 0, len(h)+len(e.queue)+len(between)+len(e.receipts)+len(t))
-	b = append(b, h...)
+	f := e.pool.get(len(h) + len(e.queue) + len(between) + len(e.receipts) + len(t))
+	b := append(f.data, h...)
 	b = append(b, e.queue...)
 	b = append(b, between...)
 	b = append(b, e.receipts...)
-	return append(b, t...), v
+	f.data = append(b, t...)
+	return f, v
 }
 
 // errorFrame tells a client why its frame was refused: the sentence for

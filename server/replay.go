@@ -50,7 +50,7 @@ func (s *Server) load(ctx context.Context) ([]*session, error) {
 		if err != nil {
 			return nil, fmt.Errorf("loading sessions: %w", err)
 		}
-		sess, err := restoreSession(info, recs, &s.cfg, s.metrics, s.overview.mark)
+		sess, err := restoreSession(info, recs, &s.cfg, s.metrics, s.frames, s.overview.mark)
 		if err != nil {
 			return nil, fmt.Errorf("loading sessions: %w", err)
 		}
@@ -61,8 +61,8 @@ func (s *Server) load(ctx context.Context) ([]*session, error) {
 
 // restoreSession rebuilds a stored session by replaying its records; the
 // timeline's recent entries come from the same records.
-func restoreSession(info store.Session, recs []store.Record, cfg *Config, m *metrics, changed func()) (*session, error) {
-	s := newSession(info.ID, cfg, m, changed)
+func restoreSession(info store.Session, recs []store.Record, cfg *Config, m *metrics, frames *framePool, changed func()) (*session, error) {
+	s := newSession(info.ID, cfg, m, frames, changed)
 	s.lastActive = info.LastActive
 	if !info.Created.IsZero() {
 		s.lastOwn = info.Created
@@ -84,6 +84,7 @@ func restoreSession(info store.Session, recs []store.Record, cfg *Config, m *met
 	}
 	frame, v := s.enc.frame(s.lab)
 	s.clock.receipts(v.Receipts)
+	s.frame.release() // newSession's, seen by no one: the session is not shared yet
 	s.frame = frame
 	s.row = newRow(s.id, v, s.lastOwn)
 	s.row.progress = s.clock.progress(v)

@@ -155,7 +155,7 @@ func (s *Server) discover(ctx context.Context, id string) *session {
 		return nil
 	}
 	info := store.Session{ID: id, Created: recs[0].Time, LastActive: recs[len(recs)-1].Time}
-	sess, err := restoreSession(info, recs, &s.cfg, s.metrics, s.overview.mark)
+	sess, err := restoreSession(info, recs, &s.cfg, s.metrics, s.frames, s.overview.mark)
 	if err != nil {
 		s.log.Warn("reading a session from the store", "session", id, "err", err)
 		return nil

@@ -32,7 +32,7 @@ import (
 // and admitted count. addrs and outbox are safe for concurrent use (addrs
 // has a leaf lock of its own, outbox is atomic). Each session
 // guards its own state (see session); each conn its outbox (see conn); the
-// overview and instructorAuth have their own locks; readBufs is a sync.Pool. Lock order is Server.mu,
+// overview and instructorAuth have their own locks; readBufs and frames are pools. Lock order is Server.mu,
 // then session.mu, then conn.mu; no I/O happens under any of them.
 type Server struct {
 	cfg  Config
@@ -49,6 +49,8 @@ type Server struct {
 	outbox *outboxBudget
 	// readBufs lends every connection's reader its frame buffers.
 	readBufs *readBuffers
+	// frames recycles every session's state frames (sharedframe.go).
+	frames *framePool
 	// overview sends the class table to instructors; it has its own lock.
 	overview *overview
 	// projectorHTML is a class's projector page; joinTmpl the join pages.
@@ -114,6 +116,7 @@ func New(cfg Config) (*Server, error) {
 		addrs:          newAddrTable(cfg.AddrConnRate, cfg.MaxAddrConns, cfg.AuthFailureBurst),
 		outbox:         &outboxBudget{max: cfg.MaxOutboxBytes},
 		readBufs:       &readBuffers{},
+		frames:         &framePool{},
 		sessions:       make(map[string]*session),
 		conns:          make(map[*conn]struct{}),
 	}
@@ -305,7 +308,7 @@ func (s *Server) getOrCreate(id string) (*session, error) {
 	case s.stored >= s.cfg.MaxSessions:
 		return nil, errTooManySessions
 	}
-	sess = newSession(id, &s.cfg, s.metrics, s.overview.mark)
+	sess = newSession(id, &s.cfg, s.metrics, s.frames, s.overview.mark)
 	sess.reserve = s.reserve
 	sess.unreserve = s.unreserve
 	sess.renameMember = s.renameMember

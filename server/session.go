@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,7 +53,7 @@ type session struct {
 	heard    uint64             // the highest seq another replica told of; the drainer catches up to it
 	conns    map[*conn]struct{} // the student tabs
 	watchers map[*conn]struct{} // instructor connections watching this session
-	frame    []byte             // the encoded state as of the last change
+	frame    *sharedFrame       // the encoded state as of the last change; the session holds a reference
 	row      sessionRow         // the overview's row, as of the last change
 	timeline timeline
 
@@ -104,7 +105,7 @@ type outcome struct {
 	delivered bool
 }
 
-func newSession(id string, cfg *Config, m *metrics, changed func()) *session {
+func newSession(id string, cfg *Config, m *metrics, frames *framePool, changed func()) *session {
 	now := cfg.Now()
 	s := &session{
 		id: id, limits: cfg.Limits, metrics: m, store: cfg.Store, shared: isListener(cfg.Store), now: cfg.Now, changed: changed,
@@ -113,7 +114,7 @@ func newSession(id string, cfg *Config, m *metrics, changed func()) *session {
 		stuckAfter:   cfg.StuckAfter,
 		caps:         eventCaps{runs: cfg.MaxRuns, renames: cfg.MaxRenames, events: cfg.MaxEvents},
 		conns:        make(map[*conn]struct{}), watchers: make(map[*conn]struct{}),
-		lab: model.NewLab(), enc: stateEncoder{session: id}, lastActive: now, lastOwn: now,
+		lab: model.NewLab(), enc: stateEncoder{session: id, pool: frames}, lastActive: now, lastOwn: now,
 		clock: stepClock{began: now.UTC().Truncate(time.Millisecond)},
 	}
 	frame, v := s.enc.frame(s.lab)
@@ -128,7 +129,7 @@ func newSession(id string, cfg *Config, m *metrics, changed func()) *session {
 func (s *session) subscribe(c *conn) {
 	s.mu.Lock()
 	s.conns[c] = struct{}{}
-	c.sendState(s.frame)
+	c.sendShared(s.frame)
 	s.touchTabs()
 	s.mu.Unlock()
 	s.changed()
@@ -154,7 +155,7 @@ func (s *session) watch(c *conn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.watchers[c] = struct{}{}
-	c.sendState(s.frame)
+	c.sendShared(s.frame)
 	c.sendState(timelineFrame(s.id, true, s.timeline.entries()))
 }
 
@@ -404,6 +405,7 @@ func (s *session) publish(ev model.Event, notice string, now time.Time) {
 	prog := s.clock.progress(v)
 	entry := newTimelineEntry(ev, s.lab, notice, now)
 	s.mu.Lock()
+	old := s.frame
 	s.frame = frame
 	s.lastActive = now
 	if ev.By == model.Student {
@@ -414,18 +416,19 @@ func (s *session) publish(ev model.Event, notice string, now time.Time) {
 	s.row.Tabs = len(s.conns)
 	s.timeline.add(entry)
 	for c := range s.conns {
-		c.sendState(frame)
+		c.sendShared(frame)
 	}
 	if len(s.watchers) > 0 {
 		// Encoded only when someone watches: one small entry, under mu so
 		// that it goes out in the same order as the state.
 		delta := timelineFrame(s.id, false, []timelineEntry{entry})
 		for c := range s.watchers {
-			c.sendState(frame)
+			c.sendShared(frame)
 			c.sendState(delta)
 		}
 	}
 	s.mu.Unlock()
+	old.release()
 	s.changed()
 }
 
@@ -445,12 +448,13 @@ func (s *session) republish() {
 	frame, _ := s.enc.frame(s.lab)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.frame.release() // the outboxes hold their own references
 	s.frame = frame
 	for c := range s.conns {
-		c.sendState(frame)
+		c.sendShared(frame)
 	}
 	for c := range s.watchers {
-		c.sendState(frame)
+		c.sendShared(frame)
 	}
 }
 
@@ -492,11 +496,11 @@ func (s *session) refuse(p pending, err error) {
 	}
 }
 
-// snapshot returns the current state frame.
+// snapshot returns a copy of the current state frame.
 func (s *session) snapshot() []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.frame
+	return slices.Clone(s.frame.data)
 }
 
 // overviewRow returns the session's row of the class overview, with its
