@@ -343,6 +343,12 @@ func TestRestartKeepsTicksAndPredictions(t *testing.T) {
 	before := apiSessions(t, ts)[id]
 	_, gradesBefore := grades(t, ts)
 
+	// The restart: the first lab lets go of its data file (one lab a
+	// file: its journal is locked), a second opens it.
+	ts.Close()
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
 	st2, err := store.OpenSQLite(path, store.Options{})
 	if err != nil {
 		t.Fatal(err)

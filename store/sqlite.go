@@ -72,6 +72,13 @@ var migrations = [][]string{
 		`ALTER TABLE recent ADD COLUMN prediction TEXT NOT NULL DEFAULT ''`,
 	},
 	5: classSettingsSchema, // store/sqlite_classes.go
+	// 6: the epoch of the journal whose rows the database has not taken
+	// in yet (journal.go). Appends go to the journal since; recent only
+	// holds what an older build left, moved at open.
+	6: {
+		`CREATE TABLE journal (epoch INTEGER NOT NULL)`,
+		`INSERT INTO journal (epoch) VALUES (0)`,
+	},
 }
 
 // SchemaVersion is the schema this build writes.
@@ -105,29 +112,31 @@ type Options struct {
 	WALLimit int64
 }
 
-// SQLite is the durable store: one SQLite file in WAL mode.
+// SQLite is the durable store: one SQLite file in WAL mode, and its
+// journal (journal.go).
 //
-// An append is one row inserted into the table recent, whose rows are kept
-// in arrival order: every append of a group commit lands on the same last
-// page or two, so a commit writes a page or two to the log however many
-// sessions it carries. events, which keeps each session's rows together for
-// reading, would put every session's row on a page of its own (about 1.7
-// pages written per append with 50 sessions appending, BENCHMARKS.md). The
-// mover takes recent's rows into events in chunks of 1,024, through the
-// group commit (see checkpointer); a session's rows touched many times in
-// a chunk are then written once. Reads see both tables in one statement,
-// so one snapshot.
+// An append is a record written to the journal, one write(2) for a whole
+// group commit: once written it survives kill -9, which is what SQLite's
+// own log gives a commit at synchronous=NORMAL, for a tenth of its CPU
+// (BENCHMARKS.md, "A log of our own"). The rows stay in memory (pending)
+// until a move takes them all into the events table in one transaction and
+// empties the journal: when appends pause for a second, when they pass
+// journalMoveRows or journalMoveBytes, and before any other write (a
+// deletion, a class change, Ready's probe), so that every write and every
+// read of the database sees every append before it. Reads of a session's events add
+// its pending rows to what the database holds.
 //
 // Ownership: no goroutine of its own writes. Writes queue their requests
 // under mu; the first writer that finds no commit running becomes the
-// leader, commits everything queued in one transaction (group commit, so
-// many sessions share one commit) and hands the leadership to the oldest
-// request still queued, whose goroutine commits the next batch; the others
-// wait for their result. So an append with no one else writing commits on
-// its own goroutine, with no handoff, and a busy store still commits every
-// waiting append together. Reads go straight to the connection pool: WAL
-// lets them run beside the writer. The checkpointer goroutine (started by
-// OpenSQLite, stopped by Close) moves recent and checkpoints.
+// leader, commits everything queued (group commit, so many sessions share
+// one write) and hands the leadership to the oldest request still queued,
+// whose goroutine commits the next batch; the others wait for their result.
+// So an append with no one else writing commits on its own goroutine, with
+// no handoff, and a busy store still commits every waiting append
+// together. The leader owns the journal; pendMu guards pending for the
+// readers. Reads go straight to the connection pool: WAL lets them run
+// beside the writer. The checkpointer goroutine (started by OpenSQLite,
+// stopped by Close) moves the journal and checkpoints.
 type SQLite struct {
 	path     string
 	db       *sql.DB
@@ -136,22 +145,46 @@ type SQLite struct {
 	// wconn is the writers' own connection, and the statements prepared
 	// on it once: parsing them again on every commit cost more than the
 	// commit, BEGIN and COMMIT included (database/sql's Tx parses both each
-	// time). inserts[n] inserts n rows into recent, prepared when first
-	// needed. All are owned by the leader (see SQLite); args, rows and
-	// batch are its scratch space.
-	wconn                                 *sql.Conn
-	begin, commitTx, rollback             *sql.Stmt
-	insertSession, renameSession, lastSeq *sql.Stmt
-	inserts                               [maxInsertRows + 1]*sql.Stmt
-	args                                  []any
-	rows                                  []*row
-	batch                                 []request
+	// time). inserts[n] inserts n rows into events, prepared when first
+	// needed. All are owned by the leader (see SQLite); args, rows, errs
+	// and batch are its scratch space.
+	wconn                                            *sql.Conn
+	begin, commitTx, rollback                        *sql.Stmt
+	insertSession, renameSession, lastSeq, nextEpoch *sql.Stmt
+	inserts                                          [maxInsertRows + 1]*sql.Stmt
+	args                                             []any
+	rows                                             []*row
+	errs                                             []error
+	batch                                            []request
+
+	// j is the journal, owned by the leader; jerr is why a write to it or
+	// its emptying after a move failed (appends repair it first, and fail
+	// while that fails: see repairJournal).
+	j    *journal
+	jerr error
+	// pending holds the journal's rows in the order appended, bySession
+	// each session's (a suffix of its log), pendingBytes their size. The
+	// leader adds them after their write and drops them once a move has
+	// committed; readers look. Guarded by pendMu.
+	pendMu       sync.Mutex
+	pending      []*row
+	bySession    map[string][]*row
+	pendingBytes int
+	appends      uint64 // rows ever added to pending: the checkpointer's sign of appends coming
+	// known holds every session with an event, stored or pending: this
+	// process is the file's only writer (the journal is locked), so a
+	// session not here has none, and a new session's first read and first
+	// append need not ask the database (each a query, 1% of the changes in
+	// labbench's rtt scenario, and its p99). The leader adds a session
+	// with its first append and removes it once its deletion commits;
+	// guarded by pendMu.
+	known map[string]struct{}
 
 	// seqs is the last committed seq of each session appended since open,
 	// and txSeqs those of the transaction being built (0: deleted in it);
 	// both are owned by the leader (requests' ops run on it). An
-	// append must be its session's next seq, as in Memory: recent has no
-	// key that would refuse a duplicate.
+	// append must be its session's next seq, as in Memory: the journal
+	// has no key that would refuse a duplicate.
 	seqs, txSeqs map[string]uint64
 
 	// mu guards queue (requests not yet taken into a batch, in arrival
@@ -162,23 +195,6 @@ type SQLite struct {
 	queue   []request
 	leading bool
 	shut    bool
-
-	// inRecent holds, for each session that may have rows in recent, the
-	// position of its last one: the leader adds (before its commit), the
-	// mover removes what it has moved (after its commit), reads look.
-	// Every row in recent is covered: open moves what a crash left there.
-	// Positions are the leader's lastPos counted on, never reused while
-	// open (SQLite would reuse a rowid once recent is empty), so an entry
-	// is dropped only when its session's last row has moved.
-	recentMu sync.Mutex
-	inRecent map[string]int64
-	lastPos  int64 // guarded by recentMu, advanced by the leader
-
-	// appended counts the rows committed to recent since open; unmoved
-	// those not yet moved (more, after a Delete took some). The leader
-	// adds, the mover subtracts and reads them (see checkpointer).
-	appended, unmoved atomic.Int64
-	txRows            int64 // rows inserted by the transaction being built; the leader's
 
 	// resChans recycles requests' result channels: one is empty again
 	// once its result has been received.
@@ -212,7 +228,7 @@ type request struct {
 // (see SQLite); its own result comes later on the same channel.
 var errLead = errors.New("store: lead the next commit")
 
-// maxInsertRows bounds the rows of one INSERT statement (15 parameters a
+// maxInsertRows bounds the rows of one INSERT statement (14 parameters a
 // row; SQLite allows 32766).
 const maxInsertRows = 32
 
@@ -263,7 +279,7 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 	s := &SQLite{
 		path: path, db: db, maxBatch: opt.MaxBatch, every: opt.every, walLimit: opt.WALLimit,
 		quit: make(chan struct{}), cpDone: make(chan struct{}),
-		seqs: make(map[string]uint64), txSeqs: make(map[string]uint64), inRecent: make(map[string]int64),
+		seqs: make(map[string]uint64), txSeqs: make(map[string]uint64), bySession: make(map[string][]*row), known: make(map[string]struct{}),
 	}
 	if s.wconn, err = db.Conn(context.Background()); err != nil {
 		db.Close()
@@ -276,6 +292,7 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 		// IMMEDIATE: take the write lock at BEGIN, where busy_timeout applies.
 		{&s.begin, `BEGIN IMMEDIATE`}, {&s.commitTx, `COMMIT`}, {&s.rollback, `ROLLBACK`},
 		{&s.insertSession, insertSessionSQL}, {&s.renameSession, renameSessionSQL}, {&s.lastSeq, lastSeqSQL},
+		{&s.nextEpoch, `UPDATE journal SET epoch = epoch + 1`},
 	} {
 		if *p.stmt, err = s.wconn.PrepareContext(context.Background(), p.sql); err != nil {
 			s.wconn.Close()
@@ -284,17 +301,41 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 		}
 	}
 	s.idle.L = &s.mu
-	// Rows a crash left in recent move first: seqs and inRecent then cover
-	// every session with rows in recent.
-	if err := s.move(); err != nil {
-		s.Close()
+	fail := func(err error) (*SQLite, error) {
+		s.wconn.Close()
+		db.Close()
+		if s.j != nil {
+			s.j.close()
+		}
 		return nil, fmt.Errorf("opening the lab's data file %s: %w", path, err)
 	}
-	s.unmoved.Store(0) // the move subtracted rows appended before open
-	// recent is empty now; should a row have stayed, new ones go after it.
-	if err := db.QueryRow(`SELECT COALESCE(MAX(pos), 0) FROM recent`).Scan(&s.lastPos); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("opening the lab's data file %s: %w", path, err)
+	// Rows an older build left in recent move first.
+	if err := s.moveRecent(); err != nil {
+		return fail(err)
+	}
+	var epoch int64
+	if err := db.QueryRow(`SELECT epoch FROM journal`).Scan(&epoch); err != nil {
+		return fail(err)
+	}
+	if err := s.loadKnown(); err != nil {
+		return fail(err)
+	}
+	j, recovered, err := openJournal(path+journalSuffix, epoch, opt.FullSync)
+	if err != nil {
+		return fail(err)
+	}
+	s.j = j
+	// What the journal held when the last process stopped (a crash, or
+	// kill -9) goes into the database before anything else.
+	s.addPending(recovered)
+	for _, w := range recovered {
+		s.seqs[w.session] = uint64(w.seq)
+		s.known[w.session] = struct{}{}
+	}
+	if len(recovered) > 0 {
+		if err := s.inTx(nil); err != nil {
+			return fail(err)
+		}
 	}
 	go s.checkpointer()
 	return s, nil
@@ -380,9 +421,15 @@ func (s *SQLite) truncateLog() {
 	s.db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
 }
 
-// commit runs the batch in one transaction. If it fails, each request is
-// retried alone, so one bad request does not refuse the others.
+// commit commits the batch: a batch of appends alone to the journal
+// (journalCommit), any other in one transaction (inTx). If a transaction
+// fails, each request is retried alone, so one bad request does not refuse
+// the others.
 func (s *SQLite) commit(batch []request) {
+	if s.appendsOnly(batch) {
+		s.journalCommit(batch)
+		return
+	}
 	err := s.inTx(batch)
 	if err == nil || len(batch) == 1 {
 		for _, r := range batch {
@@ -395,54 +442,200 @@ func (s *SQLite) commit(batch []request) {
 	}
 }
 
+func (s *SQLite) appendsOnly(batch []request) bool {
+	for _, r := range batch {
+		if r.row == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// journalCommit writes a batch of appends to the journal in one write,
+// each append whose seq is right; then the rows are pending (readers see
+// them) and their appenders are answered. A journal past journalMoveRows
+// or journalMoveBytes is moved into the database right after.
+func (s *SQLite) journalCommit(batch []request) {
+	var err error
+	if s.jerr != nil {
+		err = s.repairJournal()
+	}
+	clear(s.txSeqs)
+	s.rows, s.errs = s.rows[:0], s.errs[:0]
+	for _, r := range batch {
+		e := r.op(s.wconn) // checks the seq, writes nothing
+		s.errs = append(s.errs, e)
+		if e == nil {
+			s.rows = append(s.rows, r.row)
+		}
+	}
+	if err == nil && len(s.rows) > 0 {
+		if err = s.j.append(s.rows); err != nil {
+			s.jerr = err
+		}
+	}
+	if err == nil {
+		for id, seq := range s.txSeqs {
+			s.seqs[id] = seq
+		}
+		s.addPending(s.rows)
+	}
+	for i, r := range batch {
+		if s.errs[i] == nil {
+			s.errs[i] = err
+		}
+		r.res <- s.errs[i]
+	}
+	clear(s.rows)
+	s.rows = s.rows[:0]
+	s.pendMu.Lock()
+	full := len(s.pending) >= journalMoveRows || s.pendingBytes >= journalMoveBytes
+	s.pendMu.Unlock()
+	if full {
+		// A failure is no one's change: the rows stay pending and in the
+		// journal, and the next move tries again.
+		s.inTx(nil)
+	}
+}
+
+// repairJournal empties the journal after a write to it failed (it may
+// hold part of what failed) or after a move could not empty it (it holds
+// rows the database has): by a move, if rows are pending, which empties it
+// too. Until it succeeds appends fail.
+func (s *SQLite) repairJournal() error {
+	s.pendMu.Lock()
+	waiting := len(s.pending) > 0
+	s.pendMu.Unlock()
+	if waiting {
+		if err := s.inTx(nil); err != nil {
+			return err
+		}
+		return s.jerr
+	}
+	s.jerr = s.j.reset(s.j.epoch)
+	return s.jerr
+}
+
+// journalMoveRows and journalMoveBytes bound the rows waiting in the
+// journal (and in memory) before the leader moves them into the database:
+// one move holds the appends behind it for a few milliseconds.
+const (
+	journalMoveRows  = 4096
+	journalMoveBytes = 1 << 20
+)
+
+// addPending adds rows, just written to the journal, to pending.
+func (s *SQLite) addPending(rows []*row) {
+	s.pendMu.Lock()
+	defer s.pendMu.Unlock()
+	s.appends += uint64(len(rows))
+	for _, w := range rows {
+		s.pending = append(s.pending, w)
+		s.bySession[w.session] = append(s.bySession[w.session], w)
+		s.pendingBytes += rowSize(w)
+	}
+}
+
+// dropPending forgets the first n pending rows, once a move has committed
+// them to the database.
+func (s *SQLite) dropPending(n int) {
+	s.pendMu.Lock()
+	defer s.pendMu.Unlock()
+	for _, w := range s.pending[:n] {
+		rows := s.bySession[w.session]
+		if len(rows) == 1 {
+			delete(s.bySession, w.session)
+		} else {
+			s.bySession[w.session] = rows[1:] // a session's rows are in order
+		}
+		s.pendingBytes -= rowSize(w)
+	}
+	rest := copy(s.pending, s.pending[n:])
+	clear(s.pending[rest:])
+	s.pending = s.pending[:rest]
+}
+
+// rowSize is about what a row costs in memory and in the journal.
+func rowSize(w *row) int {
+	return 64 + len(w.session) + len(w.actor) + len(w.kind) + len(w.msgKind) + len(w.msgFrom) + len(w.raw) +
+		len(w.keyRun) + len(w.keyCall) + len(w.run) + len(w.notice) + len(w.prediction)
+}
+
+// inTx runs the batch in one transaction, after moving the journal's rows
+// into the database in it: every write sees every append before it. With
+// no batch it only moves them.
 func (s *SQLite) inTx(batch []request) error {
+	s.pendMu.Lock()
+	moved := len(s.pending)
+	s.rows = append(s.rows[:0], s.pending...) // only the leader adds to pending
+	s.pendMu.Unlock()
+	if moved == 0 && len(batch) == 0 {
+		return nil
+	}
 	if _, err := s.begin.Exec(); err != nil {
+		s.rows = s.rows[:0]
 		return fmt.Errorf("beginning a transaction: %w", err)
 	}
 	clear(s.txSeqs)
-	s.rows, s.txRows = s.rows[:0], 0
+	fail := func(err error) error {
+		s.rollback.Exec()
+		clear(s.rows)
+		s.rows = s.rows[:0]
+		return err
+	}
+	if moved > 0 {
+		if _, err := s.nextEpoch.Exec(); err != nil {
+			return fail(err)
+		}
+	}
 	for _, r := range batch {
 		if r.row == nil {
 			// Any other work sees the rows appended before it.
 			if err := s.insertRows(); err != nil {
-				s.rollback.Exec()
-				return err
+				return fail(err)
 			}
 		}
 		if err := r.op(s.wconn); err != nil {
-			s.rollback.Exec()
-			return err
+			return fail(err)
 		}
 		if r.row != nil {
 			s.rows = append(s.rows, r.row)
 		}
 	}
 	if err := s.insertRows(); err != nil {
-		s.rollback.Exec()
-		return err
+		return fail(err)
 	}
 	if _, err := s.commitTx.Exec(); err != nil {
 		// A COMMIT that failed (busy) leaves the transaction open.
-		s.rollback.Exec()
-		return fmt.Errorf("committing: %w", err)
+		return fail(fmt.Errorf("committing: %w", err))
 	}
-	s.appended.Add(s.txRows)
-	s.unmoved.Add(s.txRows)
 	for id, seq := range s.txSeqs {
 		if seq == 0 {
 			delete(s.seqs, id)
+			s.pendMu.Lock()
+			delete(s.known, id) // deleted: a read of it need not look
+			s.pendMu.Unlock()
 		} else {
 			s.seqs[id] = seq
 		}
 	}
+	if moved > 0 {
+		s.dropPending(moved)
+		// Should this fail, the journal keeps rows of the epoch before,
+		// which a restart knows to skip; appends empty it first (jerr).
+		s.jerr = s.j.reset(s.j.epoch + 1)
+	}
 	return nil
 }
 
-// insertRows inserts s.rows into recent in arrival order, up to
-// maxInsertRows a statement (one statement per group commit, usually), and
-// empties s.rows.
+// insertRows inserts s.rows into events in order, up to maxInsertRows a
+// statement, with a session's row for its first event and its renames,
+// and empties s.rows.
 func (s *SQLite) insertRows() error {
-	defer func() { s.rows = s.rows[:0] }()
+	defer func() {
+		clear(s.rows) // drop references to the rows' text
+		s.rows = s.rows[:0]
+	}()
 	for rows := s.rows; len(rows) > 0; {
 		n := min(len(rows), maxInsertRows)
 		stmt := s.inserts[n]
@@ -455,25 +648,62 @@ func (s *SQLite) insertRows() error {
 			s.inserts[n] = stmt
 		}
 		s.args = s.args[:0]
-		s.recentMu.Lock()
 		for _, w := range rows[:n] {
-			// Noted before the commit: an entry whose rows were rolled back
-			// costs a read a look at recent, no more.
-			s.lastPos++
-			s.inRecent[w.session] = s.lastPos
-			s.args = append(s.args, s.lastPos, w.session, w.seq, w.timeMs, w.actor, w.kind, w.message,
+			s.args = append(s.args, w.session, w.seq, w.timeMs, w.actor, w.kind, w.message,
 				w.msgKind, w.msgFrom, w.raw, w.keyRun, w.keyCall, w.run, w.notice, w.prediction)
 		}
-		s.recentMu.Unlock()
 		_, err := stmt.Exec(s.args...)
-		clear(s.args) // drop references to the rows' text
+		clear(s.args)
 		if err != nil {
 			return err
 		}
-		s.txRows += int64(n)
+		for _, w := range rows[:n] {
+			if w.seq == 1 {
+				if _, err := s.insertSession.Exec(w.session, w.timeMs); err != nil {
+					return err
+				}
+			}
+			if w.kind == model.KindRenamed {
+				if _, err := s.renameSession.Exec(string(w.raw), w.session); err != nil {
+					return err
+				}
+			}
+		}
 		rows = rows[n:]
 	}
 	return nil
+}
+
+// loadKnown fills known from the sessions table: a session's row is
+// written with its first event (insertRows).
+func (s *SQLite) loadKnown() error {
+	rows, err := s.db.Query(`SELECT id FROM sessions`)
+	if err != nil {
+		return fmt.Errorf("listing sessions: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return fmt.Errorf("listing sessions: %w", err)
+		}
+		s.known[id] = struct{}{}
+	}
+	return rows.Err()
+}
+
+// isKnown reports whether session id may have events (see known).
+func (s *SQLite) isKnown(id string) bool {
+	s.pendMu.Lock()
+	defer s.pendMu.Unlock()
+	_, ok := s.known[id]
+	return ok
+}
+
+// flush moves the journal's rows into the database (through the group
+// commit, as any write).
+func (s *SQLite) flush(ctx context.Context) error {
+	return s.write(ctx, func(*sql.Conn) error { return nil })
 }
 
 // write runs op in a transaction (see SQLite) and returns its outcome.
@@ -523,13 +753,14 @@ func (s *SQLite) send(ctx context.Context, r request) error {
 	}
 }
 
-// eventCols are the columns events and recent share.
+// eventCols are the columns events and recent (an older build's arrival
+// table) share.
 const eventCols = `session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice, prediction`
 
 const (
-	insertEventValues = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	insertEventSQL    = `INSERT INTO recent (pos, ` + eventCols + `) VALUES ` + insertEventValues
-	// A session with no row in recent has all of them in events.
+	insertEventValues = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertEventSQL    = `INSERT INTO events (` + eventCols + `) VALUES ` + insertEventValues
+	// A session with no pending row (not in seqs) has all of them in events.
 	lastSeqSQL = `SELECT COALESCE(MAX(seq), 0) FROM events WHERE session = ?`
 	// A session's row is written with its first event; its last activity is
 	// its newest event's time, so an append writes one row, not two.
@@ -537,92 +768,60 @@ const (
 	renameSessionSQL = `UPDATE sessions SET name = ? WHERE id = ?`
 )
 
-// moveChunk bounds the rows one move transaction takes: appends that
-// arrive meanwhile wait behind it, and commit between chunks. A chunk must
-// hold many rows of each session for the move to write each page once:
-// 256 rows cost the appends of 50 closed loops 5 µs each more than 1,024
-// (BenchmarkAppendLoops), 64 rows 15 µs. The checkpointer moves only whole
-// chunks while appends keep coming (see checkpointer).
-const moveChunk = 1024
-
-// move takes all of recent's rows into events.
-func (s *SQLite) move() error { return s.moveChunks(false) }
-
-// moveChunks takes recent's rows into events, oldest first, a chunk per
-// transaction through the group commit (appends waiting there commit
-// between chunks), until the rows there when it started are all moved, or
-// with wholeOnly until fewer than a chunk are left.
-func (s *SQLite) moveChunks(wholeOnly bool) error {
+// moveRecent takes into events, in one transaction, the rows an older
+// build left in recent (its arrival table, which the journal replaced).
+func (s *SQLite) moveRecent() error {
 	ctx := context.Background()
-	var end sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, `SELECT MAX(pos) FROM recent`).Scan(&end); err != nil {
-		return fmt.Errorf("moving recent events: %w", err)
-	}
-	for end.Valid {
-		var lo sql.NullInt64
-		if err := s.db.QueryRowContext(ctx, `SELECT MIN(pos) FROM recent`).Scan(&lo); err != nil {
-			return fmt.Errorf("moving recent events: %w", err)
-		}
-		if !lo.Valid || lo.Int64 > end.Int64 || wholeOnly && end.Int64-lo.Int64+1 < moveChunk {
-			return nil
-		}
-		hi := min(lo.Int64+moveChunk-1, end.Int64)
-		err := s.write(ctx, func(c *sql.Conn) error {
-			if _, err := c.ExecContext(ctx, `INSERT INTO events (`+eventCols+`) SELECT `+eventCols+` FROM recent WHERE pos <= ? ORDER BY pos`, hi); err != nil {
-				return err
-			}
-			res, err := c.ExecContext(ctx, `DELETE FROM recent WHERE pos <= ?`, hi)
-			if err != nil {
-				return err
-			}
-			n, err := res.RowsAffected()
-			s.unmoved.Add(-n)
+	err := s.write(ctx, func(c *sql.Conn) error {
+		if _, err := c.ExecContext(ctx, `INSERT INTO events (`+eventCols+`) SELECT `+eventCols+` FROM recent ORDER BY pos`); err != nil {
 			return err
-		})
-		if err != nil {
-			return fmt.Errorf("moving recent events: %w", err)
 		}
-		// Committed: what was in recent up to hi is in events now.
-		s.recentMu.Lock()
-		for id, pos := range s.inRecent {
-			if pos <= hi {
-				delete(s.inRecent, id)
-			}
-		}
-		s.recentMu.Unlock()
+		_, err := c.ExecContext(ctx, `DELETE FROM recent`)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("moving recent events: %w", err)
 	}
 	return nil
 }
 
-// checkpointer moves recent appends into events and copies the write-ahead
-// log into the database, beside the commits (a PASSIVE checkpoint never
-// blocks them), so that commits never wait for a checkpoint and the log
-// stays small. It looks every second: when nothing was appended since the
-// last look it moves everything; otherwise only whole chunks, so that
-// appends wait behind a move once per moveChunk rows rather than once a
-// second (a class of 300 changes a second moved a third of a chunk each
-// second, holding appends 1-5 ms each time, BENCHMARKS.md), and each
-// session's pages are written once per chunk. It stops with Close.
+// checkpointer moves the journal into the database once appends pause,
+// and copies the write-ahead log into the database file, beside the
+// commits (a PASSIVE checkpoint never blocks them), so that commits never
+// wait for a checkpoint and the log stays small. It looks every second.
+// While appends keep coming the leader moves the journal when it is full
+// (journalMoveRows): a move holds the appends behind it, and a class of 300
+// changes a second held some every second, its p99 twice the in-memory
+// store's (BENCHMARKS.md). It stops with Close.
 func (s *SQLite) checkpointer() {
 	defer close(s.cpDone)
 	tick := time.NewTicker(s.every)
 	defer tick.Stop()
-	last := s.appended.Load()
+	var last uint64
 	for {
 		select {
 		case <-s.quit:
 			return
 		case <-tick.C:
-			// A failure is no one's change: the rows stay in recent, where
-			// reads find them, and the next tick tries again.
-			n := s.appended.Load()
-			if idle := n == last; idle || s.unmoved.Load() >= moveChunk {
-				s.moveChunks(!idle)
-			}
-			last = n
+			last = s.moveIfIdle(last)
 			s.checkpoint()
 		}
 	}
+}
+
+// moveIfIdle moves the journal into the database if no append came since
+// the checkpointer's last look, when the appends counted were last; it
+// returns the count now.
+func (s *SQLite) moveIfIdle(last uint64) uint64 {
+	s.pendMu.Lock()
+	waiting, n := len(s.pending) > 0, s.appends
+	s.pendMu.Unlock()
+	if waiting && n == last {
+		// A failure is no one's change: the rows stay pending and in the
+		// journal, and the next look tries again.
+		s.flush(context.Background())
+	}
+	return n
 }
 
 // walSize is the size of the write-ahead log file, 0 if there is none.
@@ -646,14 +845,15 @@ func (s *SQLite) Append(ctx context.Context, r Record) error {
 	if err != nil {
 		return err
 	}
-	// The leader checks the seq and writes the session's row here, then
-	// inserts w with the rest of its batch.
+	// The leader checks the seq here, then writes w with the rest of its
+	// batch: to the journal, or into events with a transaction's other
+	// work (insertRows writes the session's row and its renames).
 	err = s.send(ctx, request{row: &w, op: func(c *sql.Conn) error {
 		last, ok := s.txSeqs[w.session]
 		if !ok {
 			last, ok = s.seqs[w.session]
 		}
-		if !ok {
+		if !ok && s.isKnown(w.session) {
 			if err := s.lastSeq.QueryRow(w.session).Scan(&last); err != nil {
 				return err
 			}
@@ -666,14 +866,11 @@ func (s *SQLite) Append(ctx context.Context, r Record) error {
 		}
 		s.txSeqs[w.session] = uint64(w.seq)
 		if w.seq == 1 {
-			if _, err := s.insertSession.Exec(w.session, w.timeMs); err != nil {
-				return err
-			}
-		}
-		if r.Event.Kind == model.Renamed {
-			if _, err := s.renameSession.Exec(r.Event.Name, w.session); err != nil {
-				return err
-			}
+			// Known before its row is anywhere a read could find it;
+			// should the append fail, a read of it costs a query, no more.
+			s.pendMu.Lock()
+			s.known[w.session] = struct{}{}
+			s.pendMu.Unlock()
 		}
 		return nil
 	}})
@@ -689,9 +886,6 @@ func (s *SQLite) Delete(ctx context.Context, ids []string) error {
 	err := s.write(ctx, func(c *sql.Conn) error {
 		for _, id := range ids {
 			if _, err := c.ExecContext(context.Background(), `DELETE FROM events WHERE session = ?`, id); err != nil {
-				return err
-			}
-			if _, err := c.ExecContext(context.Background(), `DELETE FROM recent WHERE session = ?`, id); err != nil {
 				return err
 			}
 			s.txSeqs[id] = 0
@@ -746,10 +940,13 @@ func (s *SQLite) Sessions(ctx context.Context) ([]Session, error) {
 		return nil, ErrClosed
 	default:
 	}
+	// A session's row is written when its first event moves in.
+	if err := s.flush(ctx); err != nil {
+		return nil, fmt.Errorf("listing sessions in %s: %w", s.path, err)
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT id, name, created,
-		COALESCE(r.last, (SELECT time FROM events WHERE session = sessions.id ORDER BY seq DESC LIMIT 1), created)
-		FROM sessions LEFT JOIN (SELECT session, MAX(time) AS last FROM recent GROUP BY session) AS r ON r.session = sessions.id
-		ORDER BY created, id`)
+		COALESCE((SELECT time FROM events WHERE session = sessions.id ORDER BY seq DESC LIMIT 1), created)
+		FROM sessions ORDER BY created, id`)
 	if err != nil {
 		return nil, fmt.Errorf("listing sessions in %s: %w", s.path, err)
 	}
@@ -782,17 +979,21 @@ func (s *SQLite) EventsAfter(ctx context.Context, id string, after uint64) ([]Re
 		return nil, ErrClosed
 	default:
 	}
-	// recent has no index by session (see SQLite): a session with no row
-	// there, such as every new one, is read from events alone.
-	s.recentMu.Lock()
-	_, recent := s.inRecent[id]
-	s.recentMu.Unlock()
-	q, args := `SELECT `+eventCols+` FROM events WHERE session = ? AND seq > ? ORDER BY seq`, []any{id, int64(after)}
-	if recent {
-		q = `SELECT ` + eventCols + ` FROM events WHERE session = ? AND seq > ?
-		UNION ALL SELECT ` + eventCols + ` FROM recent WHERE session = ? AND seq > ? ORDER BY seq`
-		args = append(args, id, int64(after))
+	// Pending rows first: one that moves meanwhile is then found in one
+	// place or both, never in neither. They are the newest of the session's.
+	s.pendMu.Lock()
+	var newest []*row
+	for _, w := range s.bySession[id] {
+		if uint64(w.seq) > after {
+			newest = append(newest, w)
+		}
 	}
+	_, known := s.known[id]
+	s.pendMu.Unlock()
+	if !known {
+		return nil, nil // a new session, as every student's first
+	}
+	q, args := `SELECT `+eventCols+` FROM events WHERE session = ? AND seq > ? ORDER BY seq`, []any{id, int64(after)}
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("reading session %s from %s: %w", id, s.path, err)
@@ -813,6 +1014,16 @@ func (s *SQLite) EventsAfter(ctx context.Context, id string, after uint64) ([]Re
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("reading session %s from %s: %w", id, s.path, err)
 	}
+	for _, w := range newest {
+		if len(out) > 0 && uint64(w.seq) <= out[len(out)-1].Seq {
+			continue // moved while this read ran: read from events already
+		}
+		r, err := decode(*w)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", s.path, err)
+		}
+		out = append(out, r)
+	}
 	return out, nil
 }
 
@@ -822,6 +1033,9 @@ func (s *SQLite) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.quit)
 		<-s.cpDone
+		// The journal's rows go into the database, so that the file is
+		// whole without it. Should that fail, the next open takes them.
+		s.flush(context.Background())
 		s.mu.Lock()
 		s.shut = true
 		for s.leading {
@@ -830,7 +1044,7 @@ func (s *SQLite) Close() error {
 		s.mu.Unlock()
 		s.wconn.Close() // no leader now, and none to come
 		s.checkpoint()
-		err = s.db.Close()
+		err = errors.Join(s.db.Close(), s.j.close())
 	})
 	return err
 }

@@ -222,6 +222,7 @@ func (s *SQLite) DeleteClass(ctx context.Context, id string) ([]string, error) {
 				return err
 			}
 			sessions = append(sessions, sid)
+			s.txSeqs[sid] = 0 // deleted below: a later append starts it again
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -232,7 +233,6 @@ func (s *SQLite) DeleteClass(ctx context.Context, id string) ([]string, error) {
 		}
 		for _, q := range []string{
 			`DELETE FROM events WHERE session IN (SELECT session FROM members WHERE class = ?)`,
-			`DELETE FROM recent WHERE session IN (SELECT session FROM members WHERE class = ?)`, // appends not yet moved (sqlite.go)
 			`DELETE FROM sessions WHERE id IN (SELECT session FROM members WHERE class = ?)`,
 			`DELETE FROM members WHERE class = ?`,
 			`DELETE FROM logins WHERE class = ?`,

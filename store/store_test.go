@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -249,8 +251,9 @@ func TestSQLiteRefusesBadFiles(t *testing.T) {
 }
 
 // TestSQLiteLockedRecovers holds the write lock from another connection, as
-// another process would: appends and Ready fail, store nothing, and work
-// again once the lock is released.
+// another process would: appends still go to the journal, but Ready and
+// any other write fail, and the journal's rows stay out of the database;
+// once the lock is released everything is stored.
 func TestSQLiteLockedRecovers(t *testing.T) {
 	t.Parallel()
 	s := openTemp(t, Options{BusyTimeout: 50 * time.Millisecond})
@@ -272,21 +275,31 @@ func TestSQLiteLockedRecovers(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, `BEGIN EXCLUSIVE`); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Append(ctx, recs[1]); err == nil {
-		t.Fatal("append succeeded while another connection held the lock")
+	if err := s.Append(ctx, recs[1]); err != nil {
+		t.Fatalf("append to the journal while the database is locked: %v", err)
 	}
 	if err := s.Ready(ctx); err == nil {
 		t.Fatal("Ready while locked")
+	}
+	if err := s.Delete(ctx, []string{"b"}); err == nil {
+		t.Fatal("a deletion while locked")
 	}
 	if _, err := conn.ExecContext(ctx, `ROLLBACK`); err != nil {
 		t.Fatal(err)
 	}
 	waitReady(t, s, true) // Ready trusts its last probe for up to a second
-	if err := s.Append(ctx, recs[1]); err != nil {
+	if err := s.Append(ctx, recs[2]); err != nil {
 		t.Fatalf("append after unlock: %v", err)
 	}
-	if got, _ := s.Events(ctx, "a"); !reflect.DeepEqual(got, recs[:2]) {
+	if got, _ := s.Events(ctx, "a"); !reflect.DeepEqual(got, recs[:3]) {
 		t.Fatalf("events %+v", got)
+	}
+	if err := s.flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := other.QueryRowContext(ctx, `SELECT COUNT(*) FROM events WHERE session = 'a'`).Scan(&n); err != nil || n != 3 {
+		t.Fatalf("%d rows in the database (%v), want 3", n, err)
 	}
 }
 
@@ -531,15 +544,16 @@ func cpuTime(b *testing.B) time.Duration {
 }
 
 // benchStores are what the append benchmarks measure: the SQLite store
-// as the lab opens it, and appendLog, the prototype of a log of our own
+// as the lab opens it, and appendLog, the prototype of a journal alone
 // (appendlog_test.go). finish does what the appends left to do in the
-// background (SQLite's mover), which is their cost too.
+// background (moving SQLite's journal into the database), which is their
+// cost too.
 func benchStores(b *testing.B, bench func(b *testing.B, append func(Record) error, finish func())) {
 	ctx := context.Background()
 	b.Run("sqlite", func(b *testing.B) {
 		s := openTemp(b, Options{})
 		bench(b, func(r Record) error { return s.Append(ctx, r) }, func() {
-			if err := s.move(); err != nil {
+			if err := s.flush(ctx); err != nil {
 				b.Fatal(err)
 			}
 		})
@@ -611,10 +625,10 @@ func BenchmarkAppendLoops(b *testing.B) {
 	})
 }
 
-// TestSQLiteRecentMoves: appends land in recent and move into events in
-// the background; reads see them the same wherever they are, across a
+// TestSQLiteJournal: appends land in the journal and move into events
+// in the background; reads see them the same wherever they are, across a
 // reopen, and an append that is not its session's next seq is refused.
-func TestSQLiteRecentMoves(t *testing.T) {
+func TestSQLiteJournal(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "lab.db")
 	s, err := OpenSQLite(path, Options{every: time.Hour})
 	if err != nil {
@@ -622,9 +636,9 @@ func TestSQLiteRecentMoves(t *testing.T) {
 	}
 	ctx := context.Background()
 	recs := sample("a")
-	count := func(table string) (n int) {
+	count := func() (n int) {
 		t.Helper()
-		if err := s.db.QueryRow(`SELECT COUNT(*) FROM ` + table).Scan(&n); err != nil {
+		if err := s.db.QueryRow(`SELECT COUNT(*) FROM events`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
@@ -634,20 +648,20 @@ func TestSQLiteRecentMoves(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.move(); err != nil {
-		t.Fatal(err)
-	}
-	if count("recent") != 0 || count("events") != 3 {
-		t.Fatalf("after a move: recent %d, events %d", count("recent"), count("events"))
-	}
-	// Reads skip recent for sessions with no row there (it has no index
-	// by session): the move must have dropped "a" from inRecent, and
-	// positions must go on past the moved ones, though recent is empty.
-	if len(s.inRecent) != 0 || s.lastPos != 3 {
-		t.Fatalf("after a move: inRecent %v, lastPos %d", s.inRecent, s.lastPos)
+	if count() != 0 || len(s.pending) != 3 {
+		t.Fatalf("before a move: %d rows in events, %d pending", count(), len(s.pending))
 	}
 	if got, err := s.Events(ctx, "a"); err != nil || !reflect.DeepEqual(got, recs[:3]) {
-		t.Fatalf("from events alone: %v %+v", err, got)
+		t.Fatalf("from the journal: %v %+v", err, got)
+	}
+	if err := s.flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if count() != 3 || len(s.pending) != 0 || len(s.bySession) != 0 {
+		t.Fatalf("after a move: %d rows in events, %d pending", count(), len(s.pending))
+	}
+	if fi, err := os.Stat(path + journalSuffix); err != nil || fi.Size() != int64(journalHeaderSize) {
+		t.Fatalf("the journal after a move: %v, %d bytes, want its header alone", err, fi.Size())
 	}
 	for _, r := range recs[3:] {
 		if err := s.Append(ctx, r); err != nil {
@@ -667,38 +681,184 @@ func TestSQLiteRecentMoves(t *testing.T) {
 		t.Fatal("a new session's first append with seq 2 was stored")
 	}
 	if got, err := s.Events(ctx, "a"); err != nil || !reflect.DeepEqual(got, recs) {
-		t.Fatalf("from both tables: %v %+v", err, got)
+		t.Fatalf("from both: %v %+v", err, got)
+	}
+	if got, err := s.EventsAfter(ctx, "a", 2); err != nil || !reflect.DeepEqual(got, recs[2:]) {
+		t.Fatalf("after seq 2, from both: %v %+v", err, got)
+	}
+	if len(s.pending) == 0 {
+		t.Fatal("nothing left in the journal to test a reopen with")
+	}
+	if _, err := OpenSQLite(path, Options{}); err == nil {
+		t.Fatal("a second store opened the data file the first has open")
+	}
+	// A restart after kill -9: the files as they are, opened elsewhere.
+	crash := crashImage(t, path, nil)
+	s.Close()
+	if s, err = OpenSQLite(crash, Options{every: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if count() != len(recs) || len(s.pending) != 0 {
+		t.Fatalf("after a restart: %d rows in events, %d pending", count(), len(s.pending))
+	}
+	if got, err := s.Events(ctx, "a"); err != nil || !reflect.DeepEqual(got, recs) {
+		t.Fatalf("after a restart: %v %+v", err, got)
 	}
 	if list, err := s.Sessions(ctx); err != nil || len(list) != 1 || !list[0].LastActive.Equal(recs[len(recs)-1].Time) {
 		t.Fatalf("sessions: %v %+v", err, list)
 	}
-	if count("recent") == 0 {
-		t.Fatal("nothing left in recent to test a reopen with")
-	}
-	s.Close()
-	if s, err = OpenSQLite(path, Options{every: time.Hour}); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if count("recent") != 0 {
-		t.Fatalf("recent holds %d rows after a reopen", count("recent"))
-	}
-	if got, err := s.Events(ctx, "a"); err != nil || !reflect.DeepEqual(got, recs) {
-		t.Fatalf("after reopening: %v %+v", err, got)
-	}
 	next := recs[0]
 	next.Seq = recs[len(recs)-1].Seq + 1
 	if err := s.Append(ctx, next); err != nil {
-		t.Fatalf("the next seq after a reopen: %v", err)
+		t.Fatalf("the next seq after a restart: %v", err)
 	}
 	if err := s.Delete(ctx, []string{"a"}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.Events(ctx, "a"); err != nil || len(got) != 0 || count("recent")+count("events") != 0 {
+	if got, err := s.Events(ctx, "a"); err != nil || len(got) != 0 || count() != 0 {
 		t.Fatalf("after delete: %v %+v", err, got)
 	}
 	if err := s.Append(ctx, recs[0]); err != nil {
 		t.Fatalf("seq 1 after a delete: %v", err)
+	}
+	if got, err := s.Events(ctx, "a"); err != nil || !reflect.DeepEqual(got, recs[:1]) {
+		t.Fatalf("made again after its deletion: %v %+v", err, got)
+	}
+}
+
+// crashImage copies the store's files at path (the database, its log and
+// its journal) into a new directory, as a crash would leave them if
+// nothing was being written, with the journal replaced by journal when
+// given, and returns the copy's path.
+func crashImage(t *testing.T, path string, journal []byte) string {
+	t.Helper()
+	crash := filepath.Join(t.TempDir(), "lab.db")
+	for _, suffix := range []string{"", "-wal", journalSuffix} {
+		data, err := os.ReadFile(path + suffix)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if suffix == journalSuffix && journal != nil {
+			data = journal
+		}
+		if err := os.WriteFile(crash+suffix, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return crash
+}
+
+// TestSQLiteJournalRestarts: a restart takes in what the journal holds of
+// its epoch and cuts a torn tail (a write cut short by kill -9, never
+// acknowledged); it skips a journal of an earlier epoch, whose rows the
+// database took in already (a crash between a move and the journal's
+// emptying), so a session deleted since does not come back; and it
+// refuses a journal newer than the database.
+func TestSQLiteJournalRestarts(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "lab.db")
+	s, err := OpenSQLite(path, Options{every: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	recs := sample("a")
+	for _, r := range recs {
+		if err := s.Append(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	journal, err := os.ReadFile(path + journalSuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	torn := append(slices.Clone(journal), journal[journalHeaderSize:journalHeaderSize+20]...)
+	c, err := OpenSQLite(crashImage(t, path, torn), Options{every: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Events(ctx, "a"); err != nil || !reflect.DeepEqual(got, recs) {
+		t.Fatalf("with a torn tail: %v %+v", err, got)
+	}
+	next := recs[0]
+	next.Seq = recs[len(recs)-1].Seq + 1
+	if err := c.Append(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+
+	if err := s.flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, []string{"a"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err = OpenSQLite(crashImage(t, path, journal), Options{every: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Events(ctx, "a"); err != nil || len(got) != 0 {
+		t.Fatalf("an earlier epoch's journal was taken in: %v %+v", err, got)
+	}
+	c.Close()
+
+	newer := slices.Clone(journal)
+	binary.LittleEndian.PutUint64(newer[len(journalMagic):], 99)
+	if _, err := OpenSQLite(crashImage(t, path, newer), Options{}); err == nil || !strings.Contains(err.Error(), "newer than the database") {
+		t.Fatalf("a journal of a later epoch: %v", err)
+	}
+}
+
+// TestSQLiteJournalMovesWhenFull: past journalMoveRows the leader moves
+// the journal into the database without waiting for the checkpointer.
+func TestSQLiteJournalMovesWhenFull(t *testing.T) {
+	t.Parallel()
+	s := openTemp(t, Options{every: time.Hour})
+	ctx := context.Background()
+	for seq := uint64(1); seq <= journalMoveRows+10; seq++ {
+		if err := s.Append(ctx, walkthrough("a", seq)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.pendMu.Lock()
+	pending := len(s.pending)
+	s.pendMu.Unlock()
+	if pending != 10 {
+		t.Fatalf("%d rows pending after %d appends, want 10", pending, journalMoveRows+10)
+	}
+	if got, err := s.Events(ctx, "a"); err != nil || len(got) != journalMoveRows+10 {
+		t.Fatalf("%v: %d events", err, len(got))
+	}
+}
+
+// TestSQLiteJournalMovesWhenIdle: the checkpointer leaves the journal be
+// while appends keep coming, and moves it once they pause.
+func TestSQLiteJournalMovesWhenIdle(t *testing.T) {
+	t.Parallel()
+	s := openTemp(t, Options{every: time.Hour})
+	ctx := context.Background()
+	pending := func() int {
+		s.pendMu.Lock()
+		defer s.pendMu.Unlock()
+		return len(s.pending)
+	}
+	var last uint64
+	for seq := uint64(1); seq <= 3; seq++ {
+		if err := s.Append(ctx, walkthrough("a", seq)); err != nil {
+			t.Fatal(err)
+		}
+		if last = s.moveIfIdle(last); pending() != int(seq) {
+			t.Fatalf("after append %d: %d rows pending, want every one", seq, pending())
+		}
+	}
+	if s.moveIfIdle(last); pending() != 0 {
+		t.Fatalf("appends paused: %d rows still pending", pending())
+	}
+	if got, err := s.Events(ctx, "a"); err != nil || len(got) != 3 {
+		t.Fatalf("%v: %d events", err, len(got))
 	}
 }
 
@@ -829,63 +989,5 @@ func TestSQLiteGroupCommit(t *testing.T) {
 				t.Fatalf("%s event %d: %+v, want %+v", id, i, r, want)
 			}
 		}
-	}
-}
-
-// TestSQLiteMovesWholeChunks: while appends keep coming the checkpointer
-// moves only whole chunks, leaving the rest in recent; once appends stop,
-// it moves everything.
-func TestSQLiteMovesWholeChunks(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "lab.db")
-	s, err := OpenSQLite(path, Options{every: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	count := func(s *SQLite, table string) (n int) {
-		t.Helper()
-		if err := s.db.QueryRow(`SELECT COUNT(*) FROM ` + table).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	const rows = moveChunk + moveChunk/2
-	for seq := uint64(1); seq <= rows; seq++ {
-		if err := s.Append(ctx, walkthrough("a", seq)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got := s.unmoved.Load(); got != rows {
-		t.Fatalf("unmoved %d, want %d", got, rows)
-	}
-	for range 2 {
-		if err := s.moveChunks(true); err != nil {
-			t.Fatal(err)
-		}
-		if r, e := count(s, "recent"), count(s, "events"); r != rows-moveChunk || e != moveChunk {
-			t.Fatalf("after moving whole chunks: recent %d, events %d", r, e)
-		}
-	}
-	if got := s.unmoved.Load(); got != rows-moveChunk {
-		t.Fatalf("unmoved %d, want %d", got, rows-moveChunk)
-	}
-	s.Close()
-	// Reopened with a checkpointer that looks often: nothing is appended,
-	// so it moves the rest.
-	if s, err = OpenSQLite(path, Options{every: 5 * time.Millisecond}); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.Append(ctx, walkthrough("a", rows+1)); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(30 * time.Second); count(s, "recent") != 0; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("recent still holds %d rows with no appends coming", count(s, "recent"))
-		}
-	}
-	if got, err := s.Events(ctx, "a"); err != nil || len(got) != rows+1 {
-		t.Fatalf("%v: %d events, want %d", err, len(got), rows+1)
 	}
 }

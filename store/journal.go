@@ -1,0 +1,232 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+)
+
+// journal is the SQLite store's log of appends not yet in the database:
+// one file beside it, "<path>-appends" ("-journal" would be SQLite's own
+// rollback journal, which it would try to roll back). An append is in the
+// journal when write(2) has returned, which is when it survives kill -9 (the data is in
+// the page cache; a power cut needs Options.FullSync, an fdatasync per
+// write). The store moves the journal's rows into the events table in one
+// transaction and then empties the journal (see SQLite.moveJournal).
+//
+// The file is a header, journalMagic and the epoch (8 bytes, little
+// endian), then records: a length and a CRC-32 of the body (4 bytes each,
+// little endian), then the body (encodeRecord). The database keeps the
+// epoch of the journal it has not taken in yet (table journal); a move
+// increments it in the transaction that takes the rows, so a journal left
+// behind by a crash between that commit and the emptying is known to be
+// in the database already. A torn last record (the process killed in the
+// middle of a write, whose append was not acknowledged) fails its length
+// or CRC and is cut.
+//
+// Ownership: the store's leader writes it (one at a time, see SQLite);
+// nothing else touches it after open.
+type journal struct {
+	f     *os.File
+	path  string
+	size  int64 // bytes that hold whole records, header included
+	epoch int64
+	sync  bool   // fdatasync after every write (Options.FullSync)
+	buf   []byte // the leader's scratch space
+}
+
+const (
+	journalSuffix     = "-appends"
+	journalMagic      = "labjrnl1"
+	journalHeaderSize = len(journalMagic) + 8
+	// maxJournalRecord bounds a record's body: a reply of 1 MiB and its
+	// fields fit many times. A longer length is damage, not a record.
+	maxJournalRecord = 16 << 20
+)
+
+// openJournal opens (creating it) the journal at path for a database at
+// epoch, and returns the rows the journal holds that the database lacks,
+// in the order they were appended: none unless its epoch is the
+// database's. A file of another epoch, a damaged header or a torn tail are
+// cut back; a journal of a later epoch than the database's (the database
+// restored from an older copy, say) is refused rather than guessed at.
+func openJournal(path string, epoch int64, sync bool) (*journal, []*row, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening the journal: %w", err)
+	}
+	// Two processes appending to one journal would each cut the other's
+	// records: the second is refused.
+	if err := lockFile(f); err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("locking the journal %s (is another lab using the same data file?): %w", path, err)
+	}
+	j := &journal{f: f, path: path, epoch: epoch, sync: sync}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("reading the journal %s: %w", path, err)
+	}
+	var rows []*row
+	if len(data) >= journalHeaderSize && string(data[:len(journalMagic)]) == journalMagic {
+		switch fileEpoch := int64(binary.LittleEndian.Uint64(data[len(journalMagic):])); {
+		case fileEpoch > epoch:
+			f.Close()
+			return nil, nil, fmt.Errorf("the journal %s is of epoch %d, newer than the database's %d: was the database replaced by an older copy?", path, fileEpoch, epoch)
+		case fileEpoch == epoch:
+			rows, j.size = decodeRecords(data[journalHeaderSize:])
+			j.size += int64(journalHeaderSize)
+			if j.size == int64(len(data)) {
+				return j, rows, nil
+			}
+			// A torn tail: cut it, so that the next record follows the last whole one.
+			if err := f.Truncate(j.size); err != nil {
+				f.Close()
+				return nil, nil, fmt.Errorf("cutting the journal's torn tail: %w", err)
+			}
+			return j, rows, nil
+		}
+	}
+	if err := j.reset(epoch); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return j, nil, nil
+}
+
+// decodeRecords returns the whole records at the start of data and the
+// bytes they take; it stops at the first that is torn or damaged.
+func decodeRecords(data []byte) ([]*row, int64) {
+	var rows []*row
+	var n int64
+	for len(data) >= 8 {
+		size := binary.LittleEndian.Uint32(data)
+		if size > maxJournalRecord || int(size) > len(data)-8 {
+			break
+		}
+		body := data[8 : 8+size]
+		if crc32.ChecksumIEEE(body) != binary.LittleEndian.Uint32(data[4:]) {
+			break
+		}
+		w, err := decodeRecord(body)
+		if err != nil {
+			break
+		}
+		rows = append(rows, w)
+		data = data[8+size:]
+		n += int64(8 + size)
+	}
+	return rows, n
+}
+
+// append writes rows as one write; on failure it cuts the file back, so
+// that rows reported as not stored are not found there later either (the
+// store also empties it before the next append, in case the cut failed).
+func (j *journal) append(rows []*row) error {
+	b := j.buf[:0]
+	for _, w := range rows {
+		b = appendRecord(b, w)
+	}
+	j.buf = b
+	if _, err := j.f.WriteAt(b, j.size); err != nil {
+		return errors.Join(fmt.Errorf("writing the journal: %w", err), j.f.Truncate(j.size))
+	}
+	if j.sync {
+		if err := j.f.Sync(); err != nil {
+			return errors.Join(fmt.Errorf("syncing the journal: %w", err), j.f.Truncate(j.size))
+		}
+	}
+	j.size += int64(len(b))
+	if cap(j.buf) > 1<<20 {
+		j.buf = nil // a burst of big replies: do not keep its buffer
+	}
+	return nil
+}
+
+// reset empties the journal and starts it at epoch, once the database has
+// taken every row it held (and holds epoch). epoch is the journal's from
+// then on even if reset fails: it is the database's.
+func (j *journal) reset(epoch int64) error {
+	j.epoch = epoch
+	if err := j.f.Truncate(0); err != nil {
+		return fmt.Errorf("emptying the journal: %w", err)
+	}
+	var h [journalHeaderSize]byte
+	copy(h[:], journalMagic)
+	binary.LittleEndian.PutUint64(h[len(journalMagic):], uint64(epoch))
+	if _, err := j.f.WriteAt(h[:], 0); err != nil {
+		return fmt.Errorf("starting the journal: %w", err)
+	}
+	if j.sync {
+		if err := j.f.Sync(); err != nil {
+			return fmt.Errorf("syncing the journal: %w", err)
+		}
+	}
+	j.size = int64(journalHeaderSize)
+	return nil
+}
+
+func (j *journal) close() error { return j.f.Close() }
+
+// appendRecord frames one row: its body's length and CRC-32, then the body.
+func appendRecord(b []byte, w *row) []byte {
+	start := len(b)
+	b = append(b, 0, 0, 0, 0, 0, 0, 0, 0) // filled in below
+	b = encodeRecord(b, w)
+	body := b[start+8:]
+	binary.LittleEndian.PutUint32(b[start:], uint32(len(body)))
+	binary.LittleEndian.PutUint32(b[start+4:], crc32.ChecksumIEEE(body))
+	return b
+}
+
+// encodeRecord writes a row's columns: the numbers as varints, then each
+// text as its length and bytes, in a fixed order (decodeRecord's).
+func encodeRecord(b []byte, w *row) []byte {
+	b = binary.AppendVarint(b, w.seq)
+	b = binary.AppendVarint(b, w.timeMs)
+	b = binary.AppendVarint(b, w.message)
+	for _, s := range [...]string{w.session, w.actor, w.kind, w.msgKind, w.msgFrom, w.keyRun, w.keyCall, w.run, w.notice, w.prediction} {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	b = binary.AppendUvarint(b, uint64(len(w.raw)))
+	return append(b, w.raw...)
+}
+
+var errBadRecord = errors.New("a damaged journal record")
+
+func decodeRecord(body []byte) (*row, error) {
+	w := &row{}
+	for _, n := range [...]*int64{&w.seq, &w.timeMs, &w.message} {
+		v, k := binary.Varint(body)
+		if k <= 0 {
+			return nil, errBadRecord
+		}
+		*n, body = v, body[k:]
+	}
+	text := func() ([]byte, bool) {
+		n, k := binary.Uvarint(body)
+		if k <= 0 || n > uint64(len(body)-k) {
+			return nil, false
+		}
+		t := body[k : k+int(n)]
+		body = body[k+int(n):]
+		return t, true
+	}
+	for _, s := range [...]*string{&w.session, &w.actor, &w.kind, &w.msgKind, &w.msgFrom, &w.keyRun, &w.keyCall, &w.run, &w.notice, &w.prediction} {
+		t, ok := text()
+		if !ok {
+			return nil, errBadRecord
+		}
+		*s = string(t)
+	}
+	raw, ok := text()
+	if !ok || len(body) != 0 {
+		return nil, errBadRecord
+	}
+	w.raw = append([]byte{}, raw...) // a NOT NULL column: never nil
+	return w, nil
+}
