@@ -117,8 +117,8 @@ type Options struct {
 //
 // An append is a record written to the journal, one write(2) for a whole
 // group commit: once written it survives kill -9, which is what SQLite's
-// own log gives a commit at synchronous=NORMAL, for a tenth of its CPU
-// (BENCHMARKS.md, "A log of our own"). The rows stay in memory (pending)
+// own log gives a commit at synchronous=NORMAL, for a quarter to a
+// twentieth of its CPU (BENCHMARKS.md, "What round 3 changed"). The rows stay in memory (pending)
 // until a move takes them all into the events table in one transaction and
 // empties the journal: when appends pause for a second, when they pass
 // journalMoveRows or journalMoveBytes, and before any other write (a
