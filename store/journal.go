@@ -75,7 +75,7 @@ func openJournal(path string, epoch int64, sync bool) (*journal, []*row, error) 
 		switch fileEpoch := int64(binary.LittleEndian.Uint64(data[len(journalMagic):])); {
 		case fileEpoch > epoch:
 			f.Close()
-			return nil, nil, fmt.Errorf("the journal %s is of epoch %d, newer than the database's %d: was the database replaced by an older copy?", path, fileEpoch, epoch)
+			return nil, nil, fmt.Errorf("the journal %s is of epoch %d, newer than its database's %d: the database was replaced or deleted without it (they belong together); to start without the changes it holds, move it away", path, fileEpoch, epoch)
 		case fileEpoch == epoch:
 			rows, j.size = decodeRecords(data[journalHeaderSize:])
 			j.size += int64(journalHeaderSize)

@@ -262,7 +262,11 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 	// wal_autocheckpoint(0): checkpoints (which fsync the database) run in
 	// the checkpointer goroutine, not inside some student's commit.
 	// journal_size_limit: a log that restarts is cut back to WALLimit.
-	for _, p := range []string{"journal_mode(WAL)", synchronous, "wal_autocheckpoint(0)", fmt.Sprintf("busy_timeout(%d)", opt.BusyTimeout.Milliseconds()),
+	// temp_store(MEMORY): a multi-row INSERT inside a transaction keeps a
+	// statement journal of the pages it changes, in a temporary file by
+	// default: 4.2 pwrite calls an append with 50 appenders, 0.5 without
+	// (BENCHMARKS.md, round 3).
+	for _, p := range []string{"journal_mode(WAL)", synchronous, "wal_autocheckpoint(0)", "temp_store(MEMORY)", fmt.Sprintf("busy_timeout(%d)", opt.BusyTimeout.Milliseconds()),
 		fmt.Sprintf("journal_size_limit(%d)", opt.WALLimit)} {
 		q.Add("_pragma", p)
 	}

@@ -807,7 +807,7 @@ func TestSQLiteJournalRestarts(t *testing.T) {
 
 	newer := slices.Clone(journal)
 	binary.LittleEndian.PutUint64(newer[len(journalMagic):], 99)
-	if _, err := OpenSQLite(crashImage(t, path, newer), Options{}); err == nil || !strings.Contains(err.Error(), "newer than the database") {
+	if _, err := OpenSQLite(crashImage(t, path, newer), Options{}); err == nil || !strings.Contains(err.Error(), "newer than its database") || !strings.Contains(err.Error(), "move it away") {
 		t.Fatalf("a journal of a later epoch: %v", err)
 	}
 }
