@@ -13,7 +13,7 @@ import (
 // one file beside it, "<path>-appends" ("-journal" would be SQLite's own
 // rollback journal, which it would try to roll back). An append is in the
 // journal when write(2) has returned, which is when it survives kill -9 (the data is in
-// the page cache; a power cut needs Options.FullSync, an fdatasync per
+// the page cache; a power cut needs Options.FullSync, an fsync per
 // write). The store moves the journal's rows into the events table in one
 // transaction and then empties the journal (see SQLite.moveJournal).
 //
@@ -31,10 +31,9 @@ import (
 // nothing else touches it after open.
 type journal struct {
 	f     *os.File
-	path  string
 	size  int64 // bytes that hold whole records, header included
 	epoch int64
-	sync  bool   // fdatasync after every write (Options.FullSync)
+	sync  bool   // fsync after every write (Options.FullSync)
 	buf   []byte // the leader's scratch space
 }
 
@@ -64,7 +63,7 @@ func openJournal(path string, epoch int64, sync bool) (*journal, []*row, error) 
 		f.Close()
 		return nil, nil, fmt.Errorf("locking the journal %s (is another lab using the same data file?): %w", path, err)
 	}
-	j := &journal{f: f, path: path, epoch: epoch, sync: sync}
+	j := &journal{f: f, epoch: epoch, sync: sync}
 	data, err := io.ReadAll(f)
 	if err != nil {
 		f.Close()

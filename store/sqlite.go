@@ -118,13 +118,14 @@ type Options struct {
 // An append is a record written to the journal, one write(2) for a whole
 // group commit: once written it survives kill -9, which is what SQLite's
 // own log gives a commit at synchronous=NORMAL, for a quarter to a
-// twentieth of its CPU (BENCHMARKS.md, "What round 3 changed"). The rows stay in memory (pending)
-// until a move takes them all into the events table in one transaction and
-// empties the journal: when appends pause for a second, when they pass
-// journalMoveRows or journalMoveBytes, and before any other write (a
-// deletion, a class change, Ready's probe), so that every write and every
-// read of the database sees every append before it. Reads of a session's events add
-// its pending rows to what the database holds.
+// twentieth of its CPU (BENCHMARKS.md, "What round 3 changed"). The rows
+// stay in memory (pending) until a move takes them all into the events
+// table in one transaction and empties the journal: when appends pause for
+// a second, when they pass journalMoveRows or journalMoveBytes, and before
+// any other write (a deletion, a class change, Ready's probe), so that
+// every write and every read of the database sees every append before it.
+// Reads of a session's events add its pending rows to what the database
+// holds.
 //
 // Ownership: no goroutine of its own writes. Writes queue their requests
 // under mu; the first writer that finds no commit running becomes the
@@ -163,14 +164,13 @@ type SQLite struct {
 	j    *journal
 	jerr error
 	// pending holds the journal's rows in the order appended, bySession
-	// each session's (a suffix of its log), pendingBytes their size. The
+	// each session's (a suffix of its log). The
 	// leader adds them after their write and drops them once a move has
 	// committed; readers look. Guarded by pendMu.
-	pendMu       sync.Mutex
-	pending      []*row
-	bySession    map[string][]*row
-	pendingBytes int
-	appends      uint64 // rows ever added to pending: the checkpointer's sign of appends coming
+	pendMu    sync.Mutex
+	pending   []*row
+	bySession map[string][]*row
+	appends   uint64 // rows ever added to pending: the checkpointer's sign of appends coming
 	// known holds every session with an event, stored or pending: this
 	// process is the file's only writer (the journal is locked), so a
 	// session not here has none, and a new session's first read and first
@@ -289,6 +289,14 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 		db.Close()
 		return nil, fmt.Errorf("opening the lab's data file %s: %w", path, err)
 	}
+	fail := func(err error) (*SQLite, error) {
+		s.wconn.Close()
+		db.Close()
+		if s.j != nil {
+			s.j.close()
+		}
+		return nil, fmt.Errorf("opening the lab's data file %s: %w", path, err)
+	}
 	for _, p := range []struct {
 		stmt **sql.Stmt
 		sql  string
@@ -299,20 +307,10 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 		{&s.nextEpoch, `UPDATE journal SET epoch = epoch + 1`},
 	} {
 		if *p.stmt, err = s.wconn.PrepareContext(context.Background(), p.sql); err != nil {
-			s.wconn.Close()
-			db.Close()
-			return nil, fmt.Errorf("preparing statements on %s: %w", path, err)
+			return fail(fmt.Errorf("preparing statements: %w", err))
 		}
 	}
 	s.idle.L = &s.mu
-	fail := func(err error) (*SQLite, error) {
-		s.wconn.Close()
-		db.Close()
-		if s.j != nil {
-			s.j.close()
-		}
-		return nil, fmt.Errorf("opening the lab's data file %s: %w", path, err)
-	}
 	// Rows an older build left in recent move first.
 	if err := s.moveRecent(); err != nil {
 		return fail(err)
@@ -479,9 +477,7 @@ func (s *SQLite) journalCommit(batch []request) {
 		}
 	}
 	if err == nil {
-		for id, seq := range s.txSeqs {
-			s.seqs[id] = seq
-		}
+		s.commitSeqs()
 		s.addPending(s.rows)
 	}
 	for i, r := range batch {
@@ -492,10 +488,7 @@ func (s *SQLite) journalCommit(batch []request) {
 	}
 	clear(s.rows)
 	s.rows = s.rows[:0]
-	s.pendMu.Lock()
-	full := len(s.pending) >= journalMoveRows || s.pendingBytes >= journalMoveBytes
-	s.pendMu.Unlock()
-	if full {
+	if s.pendingRows() >= journalMoveRows || s.j.size >= journalMoveBytes {
 		// A failure is no one's change: the rows stay pending and in the
 		// journal, and the next move tries again.
 		s.inTx(nil)
@@ -507,10 +500,7 @@ func (s *SQLite) journalCommit(batch []request) {
 // rows the database has): by a move, if rows are pending, which empties it
 // too. Until it succeeds appends fail.
 func (s *SQLite) repairJournal() error {
-	s.pendMu.Lock()
-	waiting := len(s.pending) > 0
-	s.pendMu.Unlock()
-	if waiting {
+	if s.pendingRows() > 0 {
 		if err := s.inTx(nil); err != nil {
 			return err
 		}
@@ -521,12 +511,20 @@ func (s *SQLite) repairJournal() error {
 }
 
 // journalMoveRows and journalMoveBytes bound the rows waiting in the
-// journal (and in memory) before the leader moves them into the database:
-// one move holds the appends behind it for a few milliseconds.
+// journal (and in memory) and the journal's size before the leader moves
+// them into the database: one move holds the appends behind it for a few
+// milliseconds.
 const (
 	journalMoveRows  = 4096
 	journalMoveBytes = 1 << 20
 )
+
+// pendingRows counts the rows in the journal not yet moved.
+func (s *SQLite) pendingRows() int {
+	s.pendMu.Lock()
+	defer s.pendMu.Unlock()
+	return len(s.pending)
+}
 
 // addPending adds rows, just written to the journal, to pending.
 func (s *SQLite) addPending(rows []*row) {
@@ -536,7 +534,6 @@ func (s *SQLite) addPending(rows []*row) {
 	for _, w := range rows {
 		s.pending = append(s.pending, w)
 		s.bySession[w.session] = append(s.bySession[w.session], w)
-		s.pendingBytes += rowSize(w)
 	}
 }
 
@@ -552,17 +549,10 @@ func (s *SQLite) dropPending(n int) {
 		} else {
 			s.bySession[w.session] = rows[1:] // a session's rows are in order
 		}
-		s.pendingBytes -= rowSize(w)
 	}
 	rest := copy(s.pending, s.pending[n:])
 	clear(s.pending[rest:])
 	s.pending = s.pending[:rest]
-}
-
-// rowSize is about what a row costs in memory and in the journal.
-func rowSize(w *row) int {
-	return 64 + len(w.session) + len(w.actor) + len(w.kind) + len(w.msgKind) + len(w.msgFrom) + len(w.raw) +
-		len(w.keyRun) + len(w.keyCall) + len(w.run) + len(w.notice) + len(w.prediction)
 }
 
 // inTx runs the batch in one transaction, after moving the journal's rows
@@ -613,6 +603,19 @@ func (s *SQLite) inTx(batch []request) error {
 		// A COMMIT that failed (busy) leaves the transaction open.
 		return fail(fmt.Errorf("committing: %w", err))
 	}
+	s.commitSeqs()
+	if moved > 0 {
+		s.dropPending(moved)
+		// Should this fail, the journal keeps rows of the epoch before,
+		// which a restart knows to skip; appends empty it first (jerr).
+		s.jerr = s.j.reset(s.j.epoch + 1)
+	}
+	return nil
+}
+
+// commitSeqs makes the seqs of the batch just stored (txSeqs) the
+// sessions' last: a session deleted in it (0) is forgotten.
+func (s *SQLite) commitSeqs() {
 	for id, seq := range s.txSeqs {
 		if seq == 0 {
 			delete(s.seqs, id)
@@ -623,13 +626,6 @@ func (s *SQLite) inTx(batch []request) error {
 			s.seqs[id] = seq
 		}
 	}
-	if moved > 0 {
-		s.dropPending(moved)
-		// Should this fail, the journal keeps rows of the epoch before,
-		// which a restart knows to skip; appends empty it first (jerr).
-		s.jerr = s.j.reset(s.j.epoch + 1)
-	}
-	return nil
 }
 
 // insertRows inserts s.rows into events in order, up to maxInsertRows a

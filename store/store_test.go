@@ -823,13 +823,33 @@ func TestSQLiteJournalMovesWhenFull(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s.pendMu.Lock()
-	pending := len(s.pending)
-	s.pendMu.Unlock()
-	if pending != 10 {
+	if pending := s.pendingRows(); pending != 10 {
 		t.Fatalf("%d rows pending after %d appends, want 10", pending, journalMoveRows+10)
 	}
 	if got, err := s.Events(ctx, "a"); err != nil || len(got) != journalMoveRows+10 {
+		t.Fatalf("%v: %d events", err, len(got))
+	}
+}
+
+// TestSQLiteJournalMovesWhenBig: past journalMoveBytes of journal, big
+// replies move long before journalMoveRows.
+func TestSQLiteJournalMovesWhenBig(t *testing.T) {
+	t.Parallel()
+	s := openTemp(t, Options{every: time.Hour})
+	ctx := context.Background()
+	raw := strings.Repeat("x", 64<<10)
+	const n = 2 * journalMoveBytes / (64 << 10) // twice the bound's worth
+	for seq := uint64(1); seq <= n; seq++ {
+		r := Record{Session: "a", Seq: seq, Time: t0, Run: "run-1",
+			Event: model.Event{Kind: model.MessageQueued, By: model.Student, Message: model.Message{ID: int(seq), Kind: model.ReplyMessage, From: model.Student, Raw: raw}}}
+		if err := s.Append(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if pending := s.pendingRows(); pending >= n/2+1 || s.j.size > journalMoveBytes+(64<<10)+1024 {
+		t.Fatalf("%d of %d replies of 64 KiB pending, journal %d bytes: want at most a bound's worth", pending, n, s.j.size)
+	}
+	if got, err := s.Events(ctx, "a"); err != nil || len(got) != n {
 		t.Fatalf("%v: %d events", err, len(got))
 	}
 }
@@ -840,22 +860,17 @@ func TestSQLiteJournalMovesWhenIdle(t *testing.T) {
 	t.Parallel()
 	s := openTemp(t, Options{every: time.Hour})
 	ctx := context.Background()
-	pending := func() int {
-		s.pendMu.Lock()
-		defer s.pendMu.Unlock()
-		return len(s.pending)
-	}
 	var last uint64
 	for seq := uint64(1); seq <= 3; seq++ {
 		if err := s.Append(ctx, walkthrough("a", seq)); err != nil {
 			t.Fatal(err)
 		}
-		if last = s.moveIfIdle(last); pending() != int(seq) {
-			t.Fatalf("after append %d: %d rows pending, want every one", seq, pending())
+		if last = s.moveIfIdle(last); s.pendingRows() != int(seq) {
+			t.Fatalf("after append %d: %d rows pending, want every one", seq, s.pendingRows())
 		}
 	}
-	if s.moveIfIdle(last); pending() != 0 {
-		t.Fatalf("appends paused: %d rows still pending", pending())
+	if s.moveIfIdle(last); s.pendingRows() != 0 {
+		t.Fatalf("appends paused: %d rows still pending", s.pendingRows())
 	}
 	if got, err := s.Events(ctx, "a"); err != nil || len(got) != 3 {
 		t.Fatalf("%v: %d events", err, len(got))
