@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -57,13 +58,23 @@ type conn struct {
 	bufs         *readBuffers  // the Server's
 	budget       int64         // Config.MaxConnOutboxBytes
 	total        *outboxBudget // all connections' outboxes together
-	// writeTimer closes the connection when a write takes longer than
-	// writeTimeout; made by the first write. Used by the flusher only
-	// (one at a time: see flushing).
-	writeTimer *time.Timer
+	// The write watchdog closes the connection when a write takes longer
+	// than writeTimeout (watchWrite). writeStart is when the running write
+	// began, as time since born (at least 1), 0 when none runs, and
+	// writeTimedOut once the watchdog closed the connection for it;
+	// watchArmed says writeTimer is set. Set by the flusher (one at a time:
+	// see flushing) and the timer's function.
+	born       time.Time
+	writeStart atomic.Int64
+	watchArmed atomic.Bool
+	writeTimer atomic.Pointer[time.Timer] // made by the first write
 
-	mu      sync.Mutex
-	outbox  []outFrame
+	mu     sync.Mutex
+	outbox []outFrame
+	// spare is the array of the last batch written, emptied, for the
+	// outbox to take again: a new one per frame was an allocation per
+	// change.
+	spare   []outFrame
 	nStates int // state frames in outbox
 	nErrors int // error frames in outbox
 	// queued counts the bytes of the frames not yet written: in outbox and
@@ -131,6 +142,9 @@ func (c *conn) enqueue(f outFrame) bool {
 		return false
 	}
 	c.queued += n
+	if c.outbox == nil {
+		c.outbox, c.spare = c.spare, nil
+	}
 	c.outbox = append(c.outbox, f)
 	return true
 }
@@ -209,8 +223,13 @@ func (c *conn) readerFlush() {
 // is written.
 func (c *conn) flush(inline bool) {
 	defer c.flushers.Done()
+	var written []outFrame // the last batch
 	for batch := 0; ; batch++ {
 		c.mu.Lock()
+		if written != nil {
+			clear(written)
+			c.spare, written = written[:0], nil
+		}
 		frames, why := c.outbox, c.closeWith
 		if len(frames) == 0 && why == nil {
 			c.flushing = false
@@ -260,13 +279,12 @@ func (c *conn) flush(inline bool) {
 				return
 			}
 		}
+		written = frames
 	}
 }
 
 // write sends one frame; a connection that cannot take it within the write
-// timeout is closed and resyncs when it reconnects. The deadline is the
-// connection's one timer, reset per write: a context with a timeout per
-// write cost an allocation and a timer of its own every frame.
+// timeout is closed and resyncs when it reconnects.
 func (c *conn) write(frame []byte, typ string) bool {
 	// Counted before the write: the peer may read the frame before Write returns.
 	if typ == "state" {
@@ -274,14 +292,17 @@ func (c *conn) write(frame []byte, typ string) bool {
 	} else {
 		c.metrics.framesOutErr.Inc()
 	}
-	if c.writeTimer == nil {
-		c.writeTimer = time.AfterFunc(c.writeTimeout, func() { c.ws.CloseNow() })
-	} else {
-		c.writeTimer.Reset(c.writeTimeout)
+	c.writeStart.Store(int64(time.Since(c.born)) + 1)
+	if !c.watchArmed.Swap(true) {
+		if t := c.writeTimer.Load(); t != nil {
+			t.Reset(c.writeTimeout)
+		} else {
+			c.writeTimer.Store(time.AfterFunc(c.writeTimeout, c.watchWrite))
+		}
 	}
 	err := c.ws.Write(context.Background(), websocket.MessageText, frame)
-	if !c.writeTimer.Stop() {
-		// The timer closed the connection: this write, or the next, fails.
+	if c.writeStart.Swap(0) == writeTimedOut {
+		// The watchdog closed the connection: this write, or the next, fails.
 		c.metrics.slowCloses.Inc()
 		c.log.Info("closing a connection that stopped reading", "timeout", c.writeTimeout)
 		err = errWriteTimeout
@@ -291,6 +312,34 @@ func (c *conn) write(frame []byte, typ string) bool {
 		return false
 	}
 	return true
+}
+
+// writeTimedOut is writeStart once the watchdog closed the connection.
+const writeTimedOut = -1
+
+// watchWrite is the write watchdog, the function of writeTimer. Armed by a
+// write when it is not armed already, it closes the connection if the
+// running write began writeTimeout ago or more, waits out the rest of the
+// timeout if one began since, and else stays unarmed until the next write.
+// So a busy connection resets its timer once per timeout, not once per
+// frame: Timer.Reset per frame woke the runtime's poller for every frame
+// (BENCHMARKS.md, round 4).
+func (c *conn) watchWrite() {
+	c.watchArmed.Store(false) // before the load: a write that begins after it arms the timer again
+	start := c.writeStart.Load()
+	if start <= 0 {
+		return
+	}
+	ran := time.Since(c.born) - time.Duration(start-1)
+	if ran < c.writeTimeout {
+		if !c.watchArmed.Swap(true) {
+			c.writeTimer.Load().Reset(c.writeTimeout - ran)
+		}
+		return
+	}
+	if c.writeStart.CompareAndSwap(start, writeTimedOut) {
+		c.ws.CloseNow()
+	}
 }
 
 // close closes the connection with why, remembering the code for the log.
@@ -337,6 +386,9 @@ func (c *conn) stop() {
 	c.stopped = true
 	c.mu.Unlock()
 	c.flushers.Wait()
+	if t := c.writeTimer.Load(); t != nil {
+		t.Stop()
+	}
 	c.mu.Lock()
 	c.torn = true
 	c.dropOutbox() // what no flusher will write
@@ -469,7 +521,7 @@ func (s *Server) accept(c echo.Context) (*websocket.Conn, error) {
 
 // writeBufferSize holds a typical state frame (about 2-10 KiB) with its
 // header.
-const writeBufferSize = 12 << 10
+const writeBufferSize = 16 << 10
 
 // biggerWrites is Echo's response, whose Hijack hands over a bigger write
 // buffer (see accept).

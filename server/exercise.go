@@ -28,10 +28,15 @@ import (
 func appendExercise(b []byte, v model.LabView, predictionsRequired bool) []byte {
 	x := v.Exercise
 	b = append(b, `,"exercise":{"done":[`...)
-	for i, s := range x.Done() {
-		if i > 0 {
+	first := true
+	for s := 1; s <= model.NumSteps; s++ {
+		if !x.IsDone(s) {
+			continue
+		}
+		if !first {
 			b = append(b, ',')
 		}
+		first = false
 		b = strconv.AppendInt(b, int64(s), 10)
 	}
 	b = append(b, `],"current":`...)
@@ -91,6 +96,9 @@ type stepClock struct {
 	began time.Time                 // when the session began
 	at    [model.NumSteps]time.Time // when step s was first done, zero while not
 	tally model.PredictionTally     // every receipt's prediction, added as receipts come
+	// done is the last progress's Steps, which the overview's rows share
+	// read-only: a new slice only when the steps done change.
+	done []int
 }
 
 // steps records the steps that the event with seq, stored at at, has just
@@ -119,11 +127,31 @@ func (c *stepClock) progress(v model.LabView) progress {
 			since = t
 		}
 	}
+	if !c.sameDone(v.Exercise) {
+		c.done = v.Exercise.Done()
+	}
 	return progress{
-		Steps: v.Exercise.Done(), Current: v.Exercise.Current(), CurrentSince: since,
+		Steps: c.done, Current: v.Exercise.Current(), CurrentSince: since,
 		Predictions: predictionCount{Made: v.Predicted, Right: v.Right},
 		tally:       c.tally,
 	}
+}
+
+// sameDone reports whether c.done lists x's steps done.
+func (c *stepClock) sameDone(x model.Exercise) bool {
+	if c.done == nil {
+		return false
+	}
+	n := 0
+	for s := 1; s <= model.NumSteps; s++ {
+		if x.IsDone(s) {
+			if n == len(c.done) || c.done[n] != s {
+				return false
+			}
+			n++
+		}
+	}
+	return n == len(c.done)
 }
 
 // stuckAt says whether a session with progress p is stuck at now: a step

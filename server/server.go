@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/coder/websocket"
 	"github.com/labstack/echo/v4"
@@ -405,6 +406,6 @@ func (s *Server) detach(c *conn) {
 
 // newConn wraps an accepted WebSocket.
 func (s *Server) newConn(ws *websocket.Conn, role model.Actor, log *slog.Logger) *conn {
-	return &conn{ws: ws, role: role, log: log, metrics: s.metrics, writeTimeout: s.cfg.WriteTimeout,
+	return &conn{ws: ws, role: role, log: log, metrics: s.metrics, writeTimeout: s.cfg.WriteTimeout, born: time.Now(),
 		limit: newFrameLimit(s.cfg.FrameRate, s.cfg.FrameBurst), budget: s.cfg.MaxConnOutboxBytes, total: s.outbox, bufs: s.readBufs}
 }

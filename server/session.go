@@ -232,9 +232,13 @@ func (s *session) drain() {
 			s.mu.Unlock()
 			return
 		}
+		// Taken from the front by moving the rest (at most maxInbox, most
+		// often none), so the inbox keeps its array: slicing it off the
+		// front cost an allocation per change.
 		p := s.inbox[0]
-		s.inbox[0] = pending{}
-		s.inbox = s.inbox[1:]
+		n := copy(s.inbox, s.inbox[1:])
+		s.inbox[n] = pending{}
+		s.inbox = s.inbox[:n]
 		s.mu.Unlock()
 		s.apply(p)
 	}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -636,6 +638,9 @@ func (s *SQLite) insertRows() error {
 		clear(s.rows) // drop references to the rows' text
 		s.rows = s.rows[:0]
 	}()
+	slices.SortFunc(s.rows, func(a, b *row) int {
+		return cmp.Or(strings.Compare(a.session, b.session), cmp.Compare(a.seq, b.seq))
+	})
 	for rows := s.rows; len(rows) > 0; {
 		n := min(len(rows), maxInsertRows)
 		stmt := s.inserts[n]
