@@ -519,8 +519,11 @@ func (s *Server) accept(c echo.Context) (*websocket.Conn, error) {
 	return websocket.Accept(biggerWrites{c.Response()}, c.Request(), &websocket.AcceptOptions{OriginPatterns: s.cfg.Origins})
 }
 
-// writeBufferSize holds a typical state frame (about 2-10 KiB) with its
-// header.
+// writeBufferSize holds a state frame with its header through a long
+// session: labbench's sessions end at 100 changes with 14 KiB frames, which
+// took two write calls each with 12 KiB. Only the pages a connection's
+// frames reach are resident, so an idle one costs no more (idle RSS per
+// connection stayed at 23 KiB: BENCHMARKS.md, round 4).
 const writeBufferSize = 16 << 10
 
 // biggerWrites is Echo's response, whose Hijack hands over a bigger write
