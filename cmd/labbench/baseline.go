@@ -24,6 +24,9 @@ import (
 // what coder/websocket allocates itself, and an idle connection holds no
 // buffer of ours.
 type baseline struct {
+	// sized: the frame grows through a session as the lab's does (see
+	// appendBaselineFrame); the -sized-baseline column.
+	sized    bool
 	mu       sync.Mutex // guards sessions and every baseSession's fields
 	sessions map[string]*baseSession
 }
@@ -100,7 +103,7 @@ func (b *baseline) socket(w http.ResponseWriter, r *http.Request) {
 // the lock, from the calling goroutine; it reports whether all writes went.
 func (b *baseline) write(ctx context.Context, to []*websocket.Conn, id string, seq uint64) bool {
 	buf := framePool.Get().(*[]byte)
-	frame := appendBaselineFrame((*buf)[:0], id, seq)
+	frame := appendBaselineFrame((*buf)[:0], id, seq, b.sized)
 	ok := true
 	for _, c := range to {
 		if err := c.Write(ctx, websocket.MessageText, frame); err != nil {
@@ -113,11 +116,13 @@ func (b *baseline) write(ctx context.Context, to []*websocket.Conn, id string, s
 	return ok
 }
 
-// baselineTail is a real-looking state frame after its seq: a run with five
-// held replies and three receipts, about 3 KB in all.
+// baselineHead and baselineTail make a real-looking state frame around its
+// seq and held messages: a run with five held replies and three receipts,
+// 2.6 KB in all.
+const baselineHead = `,"call":{"runId":"run-2","callId":"lookup","status":"Completed","detail":"New answer"},"notice":"Accepted completion.","draft":"{\"runId\":\"run-2\",\"callId\":\"lookup\",\"kind\":\"completed\",\"output\":\"Answer for run-2\"}","queue":[`
+
 var baselineTail = func() string {
 	var b strings.Builder
-	b.WriteString(`,"call":{"runId":"run-2","callId":"lookup","status":"Completed","detail":"New answer"},"notice":"Accepted completion.","draft":"{\"runId\":\"run-2\",\"callId\":\"lookup\",\"kind\":\"completed\",\"output\":\"Answer for run-2\"}","queue":[`)
 	for i := 1; i <= 5; i++ {
 		if i > 1 {
 			b.WriteByte(',')
@@ -135,22 +140,38 @@ var baselineTail = func() string {
 	return b.String()
 }()
 
-func appendBaselineFrame(b []byte, session string, seq uint64) []byte {
+// grownEntry is a held message as the lab encodes one of its walkthrough's
+// replies (157 bytes).
+const grownEntry = `{"id":37,"kind":"reply","from":"student","label":"{\"runId\":\"run-2\",\"callId\":\"lookup\",\"kind\":\"completed\",\"output\":\"New answer\"}","number":"37"},`
+
+// appendBaselineFrame appends the frame at seq. A sized frame also holds
+// 7/10 of seq more messages, so that over labbench's 100-op sessions it grows
+// from 2.6 to 13.6 KB, 8 KB on average, as the lab's grow from 0.6 to
+// 14 KB, 8 KB on average: it costs what writing the lab's frames costs,
+// without the lab's work (BENCHMARKS.md, round 4).
+func appendBaselineFrame(b []byte, session string, seq uint64, sized bool) []byte {
 	b = append(b, `{"type":"state","session":"`...)
 	b = append(b, session...)
 	b = append(b, `","seq":`...)
 	b = strconv.AppendUint(b, seq, 10)
+	b = append(b, baselineHead...)
+	if sized {
+		for range seq * 7 / 10 {
+			b = append(b, grownEntry...)
+		}
+	}
 	return append(b, baselineTail...)
 }
 
-// serveBaseline is the hidden -serve-baseline mode: the bench runs the
-// baseline as a child process so /proc measures it alone.
-func serveBaseline(ctx context.Context, addr string, stdout io.Writer) error {
+// serveBaseline is the hidden -serve-baseline mode (-serve-sized-baseline
+// for a sized one): the bench runs the baseline as a child process so /proc
+// measures it alone.
+func serveBaseline(ctx context.Context, addr string, sized bool, stdout io.Writer) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", addr, err)
 	}
-	b := &baseline{sessions: make(map[string]*baseSession)}
+	b := &baseline{sized: sized, sessions: make(map[string]*baseSession)}
 	srv := &http.Server{Handler: b.handler(), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

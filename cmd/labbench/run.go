@@ -20,6 +20,7 @@ import (
 
 // bench is one benchmark run's settings.
 type bench struct {
+	sized         bool // -sized-baseline
 	scenarios     []string
 	duration      time.Duration
 	sessions      int
@@ -54,8 +55,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// The hidden child mode: the baseline server, measured on its own.
-	if len(args) == 3 && args[1] == "-serve-baseline" {
-		if err := serveBaseline(ctx, args[2], stdout); err != nil {
+	if len(args) == 3 && (args[1] == "-serve-baseline" || args[1] == "-serve-sized-baseline") {
+		if err := serveBaseline(ctx, args[2], args[1] == "-serve-sized-baseline", stdout); err != nil {
 			fmt.Fprintf(stderr, "labbench baseline: %v\n", err)
 			return 1
 		}
@@ -82,6 +83,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*b
 	scen := fs.String("scenarios", "rtt,class,idle,throughput", "comma-separated scenarios: "+strings.Join(allScenarios, ", ")+" (scale is 5,000 connections, lab only, run once; replicas is the class on two lab replicas sharing -pg, lab only)")
 	labs := fs.String("labs", "default,memory", "comma-separated lab configurations: default (SQLite file, as the README starts it), memory (-data :memory:)")
 	b := &bench{stderr: stderr}
+	fs.BoolVar(&b.sized, "sized-baseline", false, "also measure a baseline whose frames grow through a session as the lab's do (column sized-baseline): what the lab's bigger frames cost apart from its work")
 	fs.BoolVar(&b.instructor, "instructor", false, "class: an instructor connection watches the class on the lab, and its overview lag is reported")
 	fs.DurationVar(&b.duration, "duration", 3*time.Second, "measured time of one scenario against one server (a fifth more warms up)")
 	fs.IntVar(&b.sessions, "sessions", 30, "class: sessions")
@@ -213,6 +215,9 @@ func (b *bench) run(ctx context.Context, stdout io.Writer) error {
 		targets = append(targets, t)
 	}
 	targets = append(targets, target{name: "baseline", bin: b.self, args: []string{"-serve-baseline", "127.0.0.1:0"}, env: os.Environ()})
+	if b.sized {
+		targets = append(targets, target{name: "sized-baseline", bin: b.self, args: []string{"-serve-sized-baseline", "127.0.0.1:0"}, env: os.Environ()})
+	}
 
 	fmt.Fprintf(stdout, "labbench %s: %d reps, %v per measurement, open-file limit %d (inherited by both servers), lab flags %q\n",
 		time.Now().Format(time.RFC3339), b.reps, b.duration, nofile, strings.Join(b.labFlags, " "))
@@ -231,7 +236,7 @@ func (b *bench) run(ctx context.Context, stdout io.Writer) error {
 				if rep > 0 {
 					continue
 				}
-				order = slices.DeleteFunc(order, func(t target) bool { return t.name == "baseline" })
+				order = slices.DeleteFunc(order, func(t target) bool { return !slices.Contains(b.labs, t.name) })
 			}
 			if sc == "replicas" {
 				// Its own store (PostgreSQL), so one lab configuration
@@ -510,6 +515,9 @@ func (r results) print(w io.Writer, b *bench) {
 	fmt.Fprintln(w, "\nmedians (times in ms):")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	servers := append(slices.Clone(b.labs), "baseline")
+	if b.sized {
+		servers = append(servers, "sized-baseline")
+	}
 	fmt.Fprintln(tw, "scenario\tmetric\t"+strings.Join(servers, "\t")+"\t")
 	for _, rw := range rows(b) {
 		if r[rw.scenario] == nil {

@@ -95,3 +95,34 @@ func TestOps(t *testing.T) {
 		t.Fatal("an error frame has no seq")
 	}
 }
+
+// TestSizedBaselineFrames: the fixed frame is 2.6 KB at every seq; a sized
+// one grows from it, as the lab's do, to about 13.6 KB at the end of a
+// session, with an 8 KB mean, and every frame is a state frame in JSON.
+func TestSizedBaselineFrames(t *testing.T) {
+	t.Parallel()
+	id := uuid.NewString()
+	total := 0
+	for seq := range uint64(rotateOps + 1) {
+		fixed := appendBaselineFrame(nil, id, seq, false)
+		sized := appendBaselineFrame(nil, id, seq, true)
+		for _, f := range [][]byte{fixed, sized} {
+			var st struct {
+				Type  string            `json:"type"`
+				Seq   uint64            `json:"seq"`
+				Queue []json.RawMessage `json:"queue"`
+			}
+			if err := json.Unmarshal(f, &st); err != nil || st.Type != "state" || st.Seq != seq {
+				t.Fatalf("seq %d: %v %+v", seq, err, st)
+			}
+		}
+		if n := len(fixed); n < 2500 || n > 2700 {
+			t.Fatalf("seq %d: fixed frame of %d bytes, want 2.6 KB", seq, n)
+		}
+		total += len(sized)
+	}
+	last := len(appendBaselineFrame(nil, id, rotateOps, true))
+	if mean := total / (rotateOps + 1); mean < 7600 || mean > 8400 || last < 13000 || last > 14000 {
+		t.Fatalf("sized frames: mean %d bytes, last %d; want about 8 KB and 13.6 KB", mean, last)
+	}
+}

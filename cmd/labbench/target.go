@@ -28,7 +28,7 @@ type server struct {
 	base string // http://127.0.0.1:PORT
 	log  *tailBuffer
 	done chan error
-	lab  bool // a lab, not the baseline
+	lab  bool // a lab, not a baseline
 }
 
 var urlLine = regexp.MustCompile(`students open (http://127\.0\.0\.1:\d+)/`)
@@ -44,7 +44,7 @@ func start(ctx context.Context, name, bin, dir string, args, env []string) (*ser
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	s := &server{name: name, cmd: cmd, log: &tailBuffer{max: 16 << 10}, done: make(chan error, 1), lab: name != "baseline"}
+	s := &server{name: name, cmd: cmd, log: &tailBuffer{max: 16 << 10}, done: make(chan error, 1), lab: !strings.HasSuffix(name, "baseline")}
 	cmd.Stderr = s.log
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s (%s): %w", name, bin, err)
