@@ -85,8 +85,9 @@ type progress struct {
 	Stuck       bool            `json:"stuck"`
 	Predictions predictionCount `json:"predictions"`
 	// tally counts the session's predictions by kind of message, for the
-	// class's misconceptions; not part of the row's JSON.
-	tally model.PredictionTally
+	// class's misconceptions; not part of the row's JSON. Read-only, shared
+	// with the session's stepClock; nil before the first receipt.
+	tally *model.PredictionTally
 }
 
 // stepClock turns the model's DoneAt seqs into times: when each step was
@@ -95,7 +96,11 @@ type progress struct {
 type stepClock struct {
 	began time.Time                 // when the session began
 	at    [model.NumSteps]time.Time // when step s was first done, zero while not
-	tally model.PredictionTally     // every receipt's prediction, added as receipts come
+	// tally counts every receipt's prediction; rows share it read-only, so
+	// each change that adds receipts makes a new one (receipts), and a
+	// change that adds none copies a pointer into its row, not 576 bytes.
+	// nil before the first receipt.
+	tally *model.PredictionTally
 	// done is the last progress's Steps, which the overview's rows share
 	// read-only: a new slice only when the steps done change.
 	done []int
@@ -111,11 +116,20 @@ func (c *stepClock) steps(x model.Exercise, seq uint64, at time.Time) {
 	}
 }
 
-// receipts counts the predictions of receipts new since the last call.
+// receipts counts the predictions of receipts new since the last call, in
+// a new tally: the rows published before share the old one read-only.
 func (c *stepClock) receipts(rs []model.Receipt) {
-	for _, r := range rs {
-		c.tally.Add(r)
+	if len(rs) == 0 {
+		return
 	}
+	t := new(model.PredictionTally)
+	if c.tally != nil {
+		*t = *c.tally
+	}
+	for _, r := range rs {
+		t.Add(r)
+	}
+	c.tally = t
 }
 
 // progress is the session's progress columns for v, the view after the
@@ -223,7 +237,9 @@ var summaryKinds = []model.DeliveryKind{
 func misconceptions(rows []sessionRow) []misconception {
 	var t model.PredictionTally
 	for _, r := range rows {
-		t.Merge(r.tally)
+		if r.tally != nil {
+			t.Merge(*r.tally)
+		}
 	}
 	out := []misconception{}
 	for _, k := range summaryKinds {
