@@ -12,10 +12,10 @@ import (
 // journal is the SQLite store's log of appends not yet in the database:
 // one file beside it, "<path>-appends" ("-journal" would be SQLite's own
 // rollback journal, which it would try to roll back). An append is in the
-// journal when write(2) has returned, which is when it survives kill -9 (the data is in
-// the page cache; a power cut needs Options.FullSync, an fsync per
-// write). The store moves the journal's rows into the events table in one
-// transaction and then empties the journal (see SQLite.moveJournal).
+// journal when write(2) has returned, which is when it survives kill -9
+// (the data is in the page cache; a power cut needs Options.FullSync, an
+// fsync per write). The store moves the journal's rows into the events
+// table in one transaction and then empties the journal (SQLite.inTx).
 //
 // The file is a header, journalMagic and the epoch (8 bytes, little
 // endian), then records: a length and a CRC-32 of the body (4 bytes each,

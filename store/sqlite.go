@@ -169,9 +169,9 @@ type SQLite struct {
 	// write-ahead log's size. Owned by the leader.
 	logGrew bool
 	// pending holds the journal's rows in the order appended, bySession
-	// each session's (a suffix of its log). The
-	// leader adds them after their write and drops them once a move has
-	// committed; readers look. Guarded by pendMu.
+	// each session's (a suffix of its log). The leader adds them after
+	// their write and drops them once a move has committed; readers look.
+	// Guarded by pendMu.
 	pendMu    sync.Mutex
 	pending   []*row
 	bySession map[string][]*row
@@ -221,7 +221,7 @@ type SQLite struct {
 }
 
 // request is one unit of write work: op, then (for an append) the row to
-// insert into recent with the batch's others in one statement; res
+// write with the batch's others, to the journal or into events; res
 // receives its outcome.
 type request struct {
 	op  func(*sql.Conn) error
@@ -497,8 +497,7 @@ func (s *SQLite) journalCommit(batch []request) {
 		}
 		r.res <- s.errs[i]
 	}
-	clear(s.rows)
-	s.rows = s.rows[:0]
+	s.dropRows()
 	if s.pendingRows() >= journalMoveRows || s.j.size >= journalMoveBytes {
 		// A failure is no one's change: the rows stay pending and in the
 		// journal, and the next move tries again.
@@ -579,14 +578,13 @@ func (s *SQLite) inTx(batch []request) error {
 	}
 	s.logGrew = true
 	if _, err := s.begin.Exec(); err != nil {
-		s.rows = s.rows[:0]
+		s.dropRows()
 		return fmt.Errorf("beginning a transaction: %w", err)
 	}
 	clear(s.txSeqs)
 	fail := func(err error) error {
 		s.rollback.Exec()
-		clear(s.rows)
-		s.rows = s.rows[:0]
+		s.dropRows()
 		return err
 	}
 	if moved > 0 {
@@ -647,10 +645,7 @@ func (s *SQLite) commitSeqs() {
 // together, 15 % less CPU a row than in arrival order (BENCHMARKS.md,
 // round 4).
 func (s *SQLite) insertRows() error {
-	defer func() {
-		clear(s.rows) // drop references to the rows' text
-		s.rows = s.rows[:0]
-	}()
+	defer s.dropRows()
 	slices.SortFunc(s.rows, func(a, b *row) int {
 		return cmp.Or(strings.Compare(a.session, b.session), cmp.Compare(a.seq, b.seq))
 	})
@@ -690,6 +685,13 @@ func (s *SQLite) insertRows() error {
 		rows = rows[n:]
 	}
 	return nil
+}
+
+// dropRows empties the leader's rows, dropping their references to the
+// rows' text.
+func (s *SQLite) dropRows() {
+	clear(s.rows)
+	s.rows = s.rows[:0]
 }
 
 // loadKnown fills known from the sessions table: a session's row is
@@ -1015,8 +1017,7 @@ func (s *SQLite) EventsAfter(ctx context.Context, id string, after uint64) ([]Re
 	if !known {
 		return nil, nil // a new session, as every student's first
 	}
-	q, args := `SELECT `+eventCols+` FROM events WHERE session = ? AND seq > ? ORDER BY seq`, []any{id, int64(after)}
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+eventCols+` FROM events WHERE session = ? AND seq > ? ORDER BY seq`, id, int64(after))
 	if err != nil {
 		return nil, fmt.Errorf("reading session %s from %s: %w", id, s.path, err)
 	}

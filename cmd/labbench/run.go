@@ -236,7 +236,7 @@ func (b *bench) run(ctx context.Context, stdout io.Writer) error {
 				if rep > 0 {
 					continue
 				}
-				order = slices.DeleteFunc(order, func(t target) bool { return !slices.Contains(b.labs, t.name) })
+				order = slices.DeleteFunc(order, func(t target) bool { return !isLab(t.name) })
 			}
 			if sc == "replicas" {
 				// Its own store (PostgreSQL), so one lab configuration

@@ -31,6 +31,10 @@ type server struct {
 	lab  bool // a lab, not a baseline
 }
 
+// isLab tells a lab configuration's server from a baseline's by its name
+// ("baseline", "sized-baseline").
+func isLab(name string) bool { return !strings.HasSuffix(name, "baseline") }
+
 var urlLine = regexp.MustCompile(`students open (http://127\.0\.0\.1:\d+)/`)
 
 // start runs bin with args in dir (the bench's own when empty), which must
@@ -44,7 +48,7 @@ func start(ctx context.Context, name, bin, dir string, args, env []string) (*ser
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	s := &server{name: name, cmd: cmd, log: &tailBuffer{max: 16 << 10}, done: make(chan error, 1), lab: !strings.HasSuffix(name, "baseline")}
+	s := &server{name: name, cmd: cmd, log: &tailBuffer{max: 16 << 10}, done: make(chan error, 1), lab: isLab(name)}
 	cmd.Stderr = s.log
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s (%s): %w", name, bin, err)
