@@ -300,7 +300,7 @@ func shapeWhy(raw string) string {
 
 // stringMember says what is wrong with v's member field, which must be a string.
 func stringMember(v jsjson.Value, field string) (string, bool) {
-	m, ok := v.Members[field]
+	m, ok := v.Member(field)
 	switch {
 	case !ok:
 		return field + " is missing", true

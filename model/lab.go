@@ -208,6 +208,7 @@ type Lab struct {
 	heldBytes int
 	receipts  []Receipt
 	name      string
+	draft     string // Draft(call.Key): the call changes only at a run's start
 	// accepted is the id of the message whose delivery recorded the current
 	// call's final outcome, 0 while it has none: the duplicate preset
 	// resends exactly that text.
@@ -226,7 +227,8 @@ type Lab struct {
 
 // NewLab returns a session at run-1, as the page starts.
 func NewLab() *Lab {
-	return &Lab{runs: 1, call: Begin(runID(1), CallID), notice: NoticeReady}
+	call := Begin(runID(1), CallID)
+	return &Lab{runs: 1, call: call, notice: NoticeReady, draft: Draft(call.Key)}
 }
 
 func runID(n int) string { return "run-" + strconv.Itoa(n) }
@@ -353,15 +355,15 @@ func (l *Lab) Apply(e Event) (string, error) {
 // commit makes c, worked out by next at the current seq, the session's.
 func (l *Lab) commit(c change) {
 	l.runs, l.call, l.notice, l.accepted, l.name = c.runs, c.call, c.notice, c.accepted, c.name
-	l.exercise = c.exercise
-	if c.queued != nil {
-		l.queue = append(l.queue, *c.queued)
+	l.exercise, l.draft = c.exercise, c.draft
+	if c.queued.ID != 0 {
+		l.queue = append(l.queue, c.queued)
 		l.delivered = append(l.delivered, false)
 		l.waiting++
 		l.heldBytes += len(c.queued.Raw)
 		l.numbered[numbering(c.queued.From)]++
 	}
-	if r := c.receipt; r != nil {
+	if r := &c.receipt; r.Message != 0 {
 		l.receipts = append(l.receipts, *r)
 		if !l.delivered[r.Message-1] {
 			l.delivered[r.Message-1] = true
@@ -430,17 +432,19 @@ type change struct {
 	accepted int
 	name     string
 	exercise Exercise
-	queued   *Message // appended to the queue
-	receipt  *Receipt // appended to the receipts
+	draft    string  // Draft(call.Key), worked out once per run
+	queued   Message // appended to the queue when its ID is not 0
+	receipt  Receipt // appended to the receipts when its Message is not 0
 }
 
 func (l *Lab) next(e Event) (change, error) {
-	c := change{runs: l.runs, call: l.call, notice: l.notice, accepted: l.accepted, name: l.name, exercise: l.exercise}
+	c := change{runs: l.runs, call: l.call, notice: l.notice, accepted: l.accepted, name: l.name, exercise: l.exercise, draft: l.draft}
 	seq := l.seq + 1 // the seq this event will have
 	switch e.Kind {
 	case RunStarted:
 		c.runs++
 		c.call = Begin(runID(c.runs), CallID)
+		c.draft = Draft(c.call.Key)
 		c.notice = NoticeStarted
 		c.accepted = 0
 		c.exercise.runStarted()
@@ -450,7 +454,7 @@ func (l *Lab) next(e Event) (change, error) {
 		}
 		m := e.Message
 		m.Number = l.nextNumber(m.From)
-		c.queued = &m
+		c.queued = m
 		if e.Kind == MessageQueued && e.By == Student {
 			c.exercise.queued(seq, c.call, m)
 		}
@@ -483,7 +487,7 @@ func (c *change) deliver(seq uint64, m Message, by Actor, p Prediction) {
 	}
 	c.exercise.delivered(seq, by, c.runs, c.call, m, d)
 	c.call, c.notice = d.Call, d.Notice
-	c.receipt = &Receipt{
+	c.receipt = Receipt{
 		Message: m.ID, Notice: d.Notice, By: by, Number: m.Number, From: m.From,
 		Why: d.Why, Kind: d.Kind, Predicted: p, Right: p != NoPrediction && ClassifyNotice(d.Notice) == p,
 	}
@@ -529,7 +533,7 @@ func (l *Lab) ViewSince(held, received int) LabView {
 		Seq:       l.seq,
 		Call:      l.call.View(),
 		Notice:    l.notice,
-		Draft:     Draft(l.call.Key),
+		Draft:     l.draft,
 		Queue:     make([]MessageView, 0, len(l.queue)-held),
 		Receipts:  append([]Receipt(nil), l.receipts[received:]...),
 		Name:      l.name,

@@ -32,6 +32,9 @@ func check(t *testing.T, l *Lab, run string, want shown) {
 	if v.Call.RunID != run || v.Call.CallID != "lookup" || got != want {
 		t.Fatalf("view = %s/%s %+v, want %s/lookup %+v", v.Call.RunID, v.Call.CallID, got, run, want)
 	}
+	if d := reply(run, "completed", "output", "Answer for "+run); v.Draft != d {
+		t.Fatalf("draft = %s, want %s", v.Draft, d)
+	}
 }
 
 func lastReceipt(l *Lab) Receipt { return l.receipts[len(l.receipts)-1] }

@@ -122,7 +122,7 @@ func frameType(k model.CommandKind) string {
 }
 
 func stringField(v jsjson.Value, key string) (string, error) {
-	m, ok := v.Members[key]
+	m, ok := v.Member(key)
 	if !ok {
 		return "", badFrame("missing field %q", key)
 	}
@@ -135,7 +135,7 @@ func stringField(v jsjson.Value, key string) (string, error) {
 // messageField reads "message" as a positive whole number, written as JSON
 // writes numbers (so 2, 2.0 and 2e0 are all message 2).
 func messageField(v jsjson.Value) (int, error) {
-	m, ok := v.Members["message"]
+	m, ok := v.Member("message")
 	if !ok {
 		return 0, badFrame(`missing field "message"`)
 	}
@@ -155,7 +155,7 @@ func messageField(v jsjson.Value) (int, error) {
 // predictField reads the optional "predict" of a deliver frame: one of the
 // model's four prediction words; absent is no prediction.
 func predictField(v jsjson.Value) (model.Prediction, error) {
-	if _, ok := v.Members["predict"]; !ok {
+	if _, ok := v.Member("predict"); !ok {
 		return model.NoPrediction, nil
 	}
 	word, err := stringField(v, "predict")

@@ -5,8 +5,8 @@
 // writes string literals exactly as JSON.stringify does.
 //
 // Only the top level of a value is kept: the members of a top-level object are
-// decoded into Value.Members, while nested values are validated and skipped
-// without allocating.
+// decoded and found with Value.Member, while nested values are validated and
+// skipped without allocating.
 //
 // The one difference from JavaScript comes from Go strings being UTF-8: a lone
 // surrogate escape (\uD800 not followed by a low-surrogate escape, or a lone
@@ -63,17 +63,49 @@ type Member struct {
 // Value is a parsed JSON text. Only the top level is kept: nested values are
 // validated and skipped.
 //
-// When Parse was given a string, Text and Members may share memory with it;
+// When Parse was given a string, Text and members may share memory with it;
 // when it was given a byte slice they never do, so the slice may be reused.
 type Value struct {
-	Kind    Kind
-	Text    string            // as Member.Text, for a top-level scalar
-	Members map[string]Member // top-level Object only; the LAST duplicate key wins (as JSON.parse)
+	Kind Kind
+	Text string // as Member.Text, for a top-level scalar
+	// members of a top-level Object, in source order, duplicates kept: a
+	// slice, not a map, because frames and replies have a handful of keys
+	// and a map cost more than the rest of parsing them.
+	members []keyed
+}
+
+type keyed struct {
+	key string
+	Member
+}
+
+// Member returns the top-level object's member key. Of duplicate keys the
+// last wins, as in JSON.parse.
+func (v Value) Member(key string) (Member, bool) {
+	for i := len(v.members) - 1; i >= 0; i-- {
+		if v.members[i].key == key {
+			return v.members[i].Member, true
+		}
+	}
+	return Member{}, false
+}
+
+// Members returns the top-level object's members as JSON.parse would keep
+// them (the last of duplicate keys wins), or nil when v is not an object.
+func (v Value) Members() map[string]Member {
+	if v.Kind != Object {
+		return nil
+	}
+	m := make(map[string]Member, len(v.members))
+	for _, e := range v.members {
+		m[e.key] = e.Member
+	}
+	return m
 }
 
 // String returns the member's string value when key is present with a string value.
 func (v Value) String(key string) (string, bool) {
-	m, ok := v.Members[key]
+	m, ok := v.Member(key)
 	if !ok || m.Kind != String {
 		return "", false
 	}
@@ -196,7 +228,7 @@ func (p *parser) parse() (Value, error) {
 	switch s[i] {
 	case '{':
 		v.Kind = Object
-		v.Members, end, err = p.object(i)
+		v.members, end, err = p.object(i)
 	case '"':
 		var grow int
 		v.Kind = String
@@ -246,13 +278,13 @@ type entry struct {
 // object parses the top-level object at s[i] == '{'. It validates the whole
 // object first and only then builds the map, so that all kept text can share
 // one exactly sized allocation.
-func (p *parser) object(i int) (map[string]Member, int, error) {
+func (p *parser) object(i int) ([]keyed, int, error) {
 	s := p.s
 	var fixed [8]entry // typical replies and frames need no further allocation
 	list := fixed[:0]
 	i = skipWS(s, i+1)
 	if i < len(s) && s[i] == '}' {
-		return map[string]Member{}, i + 1, nil
+		return []keyed{}, i + 1, nil
 	}
 	want := ExpectKeyOrBrace // after "{"; after a comma only a key will do
 	for {
@@ -301,7 +333,7 @@ func (p *parser) object(i int) (map[string]Member, int, error) {
 	}
 }
 
-func (p *parser) members(list []entry) map[string]Member {
+func (p *parser) members(list []entry) []keyed {
 	n := 0
 	for _, e := range list {
 		n += p.need(e.key)
@@ -313,8 +345,8 @@ func (p *parser) members(list []entry) map[string]Member {
 	if n > 0 {
 		a.buf = make([]byte, 0, n)
 	}
-	m := make(map[string]Member, len(list))
-	for _, e := range list {
+	m := make([]keyed, len(list))
+	for i, e := range list {
 		var text string
 		switch e.kind {
 		case String, Number:
@@ -322,7 +354,7 @@ func (p *parser) members(list []entry) map[string]Member {
 		case Bool:
 			text = boolText(p.s[e.val.start])
 		}
-		m[p.text(&a, e.key)] = Member{Kind: e.kind, Text: text} // later duplicates overwrite
+		m[i] = keyed{p.text(&a, e.key), Member{Kind: e.kind, Text: text}}
 	}
 	return m
 }

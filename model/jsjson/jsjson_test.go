@@ -80,11 +80,11 @@ func runCases(t *testing.T, cases []parseCase) {
 				if c.members == nil {
 					c.members = map[string]Member{}
 				}
-				if !reflect.DeepEqual(v.Members, c.members) {
-					t.Fatalf("Parse(%q).Members = %v, want %v", c.in, v.Members, c.members)
+				if !reflect.DeepEqual(v.Members(), c.members) {
+					t.Fatalf("Parse(%q).Members = %v, want %v", c.in, v.Members(), c.members)
 				}
-			} else if v.Members != nil {
-				t.Fatalf("Parse(%q).Members = %v, want nil", c.in, v.Members)
+			} else if v.Members() != nil {
+				t.Fatalf("Parse(%q).Members = %v, want nil", c.in, v.Members())
 			}
 		})
 	}
@@ -303,8 +303,8 @@ func TestDeepNesting(t *testing.T) {
 			if err != nil || v.Kind != c.kind {
 				t.Fatalf("got %v, %v; want %v", v.Kind, err, c.kind)
 			}
-			if c.name == "member" && !reflect.DeepEqual(v.Members, map[string]Member{"k": mArr, "s": mStr("x")}) {
-				t.Fatalf("members %v", v.Members)
+			if c.name == "member" && !reflect.DeepEqual(v.Members(), map[string]Member{"k": mArr, "s": mStr("x")}) {
+				t.Fatalf("members %v", v.Members())
 			}
 		})
 	}
@@ -390,8 +390,8 @@ func TestNoAliasing(t *testing.T) {
 		b[i] = 'X'
 	}
 	want := map[string]Member{"runId": mStr("run-1"), "n": mNum("12"), "esc": mStr("a\nb"), "kA": mStr("v")}
-	if !reflect.DeepEqual(v.Members, want) {
-		t.Fatalf("after reuse: %v", v.Members)
+	if !reflect.DeepEqual(v.Members(), want) {
+		t.Fatalf("after reuse: %v", v.Members())
 	}
 	for _, in := range []string{`"top"`, `-1.5`} {
 		b := []byte(in)
@@ -479,14 +479,14 @@ func TestInputTypes(t *testing.T) {
 		"RawMessage":   func() (Value, error) { return Parse(raw) },
 	} {
 		v, err := f()
-		if err != nil || !reflect.DeepEqual(v.Members, want) {
-			t.Errorf("%s: %v, %v", name, v.Members, err)
+		if err != nil || !reflect.DeepEqual(v.Members(), want) {
+			t.Errorf("%s: %v, %v", name, v.Members(), err)
 		}
 	}
 	v, _ := Parse(raw)
 	copy(raw, strings.Repeat("X", len(raw)))
-	if !reflect.DeepEqual(v.Members, want) {
-		t.Errorf("RawMessage reuse changed the value: %v", v.Members)
+	if !reflect.DeepEqual(v.Members(), want) {
+		t.Errorf("RawMessage reuse changed the value: %v", v.Members())
 	}
 	if _, err := Parse([]byte(nil)); err == nil || err.Error() != "jsjson: unexpected end of input" {
 		t.Errorf("Parse(nil) error = %v", err)
@@ -532,6 +532,6 @@ func TestManyMembers(t *testing.T) {
 		if err := json.Unmarshal([]byte(in), &m); err != nil {
 			t.Fatal(err)
 		}
-		checkMembers(t, []byte(in), v.Members, m)
+		checkMembers(t, []byte(in), v, m)
 	}
 }

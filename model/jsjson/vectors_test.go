@@ -60,11 +60,11 @@ func TestVectors(t *testing.T) {
 		if v.Kind != Object {
 			continue
 		}
-		if len(v.Members) != len(vec.Members) {
-			t.Errorf("vector %d %.100q: %d members %v, JSON.parse %d", i, vec.Input, len(v.Members), v.Members, len(vec.Members))
+		if len(v.Members()) != len(vec.Members) {
+			t.Errorf("vector %d %.100q: %d members %v, JSON.parse %d", i, vec.Input, len(v.Members()), v.Members(), len(vec.Members))
 		}
 		for k, want := range vec.Members {
-			got, ok := v.Members[k]
+			got, ok := v.Member(k)
 			switch {
 			case !ok:
 				t.Errorf("vector %d %.100q: member %q missing", i, vec.Input, k)
