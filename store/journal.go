@@ -14,7 +14,7 @@ import (
 // rollback journal, which it would try to roll back). An append is in the
 // journal when write(2) has returned, which is when it survives kill -9
 // (the data is in the page cache; a power cut needs Options.FullSync, an
-// fsync per write). The store moves the journal's rows into the events
+// fsync per write). The store moves the journal's rows into the chunks
 // table in one transaction and then empties the journal (SQLite.inTx).
 //
 // The file is a header, journalMagic and the epoch (8 bytes, little

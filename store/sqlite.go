@@ -81,6 +81,22 @@ var migrations = [][]string{
 		`CREATE TABLE journal (epoch INTEGER NOT NULL)`,
 		`INSERT INTO journal (epoch) VALUES (0)`,
 	},
+	// 7: a move writes each session's events as one row, a chunk: the
+	// events framed as the journal frames them (journal.go), first and
+	// last their seqs, last_time the last one's time. A row per event
+	// cost an append 7 µs of CPU in SQLite's B-tree, a chunk 2.7
+	// (BENCHMARKS.md, round 5). Open takes what older builds left in
+	// events and recent into chunks (convertOlder); both stay, empty.
+	7: {
+		`CREATE TABLE chunks (
+			session   TEXT NOT NULL,
+			first     INTEGER NOT NULL,
+			last      INTEGER NOT NULL,
+			last_time INTEGER NOT NULL,
+			data      BLOB NOT NULL,
+			PRIMARY KEY (session, first)
+		) WITHOUT ROWID`,
+	},
 }
 
 // SchemaVersion is the schema this build writes.
@@ -121,7 +137,7 @@ type Options struct {
 // group commit: once written it survives kill -9, which is what SQLite's
 // own log gives a commit at synchronous=NORMAL, for a quarter to a
 // twentieth of its CPU (BENCHMARKS.md, "What round 3 changed"). The rows
-// stay in memory (pending) until a move takes them all into the events
+// stay in memory (pending) until a move takes them all into the chunks
 // table in one transaction and empties the journal: when appends pause for
 // a second, when they pass journalMoveRows or journalMoveBytes, and before
 // any other write (a deletion, a class change, Ready's probe), so that
@@ -148,17 +164,15 @@ type SQLite struct {
 	// wconn is the writers' own connection, and the statements prepared
 	// on it once: parsing them again on every commit cost more than the
 	// commit, BEGIN and COMMIT included (database/sql's Tx parses both each
-	// time). inserts[n] inserts n rows into events, prepared when first
-	// needed. All are owned by the leader (see SQLite); args, rows, errs
+	// time). All are owned by the leader (see SQLite); chunk, rows, errs
 	// and batch are its scratch space.
-	wconn                                            *sql.Conn
-	begin, commitTx, rollback                        *sql.Stmt
-	insertSession, renameSession, lastSeq, nextEpoch *sql.Stmt
-	inserts                                          [maxInsertRows + 1]*sql.Stmt
-	args                                             []any
-	rows                                             []*row
-	errs                                             []error
-	batch                                            []request
+	wconn                                                         *sql.Conn
+	begin, commitTx, rollback                                     *sql.Stmt
+	insertChunk, insertSession, renameSession, lastSeq, nextEpoch *sql.Stmt
+	chunk                                                         []byte
+	rows                                                          []*row
+	errs                                                          []error
+	batch                                                         []request
 
 	// j is the journal, owned by the leader; jerr is why a write to it or
 	// its emptying after a move failed (appends repair it first, and fail
@@ -221,7 +235,7 @@ type SQLite struct {
 }
 
 // request is one unit of write work: op, then (for an append) the row to
-// write with the batch's others, to the journal or into events; res
+// write with the batch's others, to the journal or into chunks; res
 // receives its outcome.
 type request struct {
 	op  func(*sql.Conn) error
@@ -232,10 +246,6 @@ type request struct {
 // errLead, sent on a queued request's res, makes its goroutine the leader
 // (see SQLite); its own result comes later on the same channel.
 var errLead = errors.New("store: lead the next commit")
-
-// maxInsertRows bounds the rows of one INSERT statement (14 parameters a
-// row; SQLite allows 32766).
-const maxInsertRows = 32
 
 // OpenSQLite opens (creating it and its directory on first use) the SQLite
 // file at path, migrates it to SchemaVersion and starts its checkpointer.
@@ -309,7 +319,7 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 	}{
 		// IMMEDIATE: take the write lock at BEGIN, where busy_timeout applies.
 		{&s.begin, `BEGIN IMMEDIATE`}, {&s.commitTx, `COMMIT`}, {&s.rollback, `ROLLBACK`},
-		{&s.insertSession, insertSessionSQL}, {&s.renameSession, renameSessionSQL}, {&s.lastSeq, lastSeqSQL},
+		{&s.insertChunk, insertChunkSQL}, {&s.insertSession, insertSessionSQL}, {&s.renameSession, renameSessionSQL}, {&s.lastSeq, lastSeqSQL},
 		{&s.nextEpoch, `UPDATE journal SET epoch = epoch + 1`},
 	} {
 		if *p.stmt, err = s.wconn.PrepareContext(context.Background(), p.sql); err != nil {
@@ -317,8 +327,8 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 		}
 	}
 	s.idle.L = &s.mu
-	// Rows an older build left in recent move first.
-	if err := s.moveRecent(); err != nil {
+	// Rows an older build left in events and recent move first.
+	if err := s.convertOlder(); err != nil {
 		return fail(err)
 	}
 	var epoch int64
@@ -638,51 +648,53 @@ func (s *SQLite) commitSeqs() {
 	}
 }
 
-// insertRows inserts s.rows into events, up to maxInsertRows a statement,
-// with a session's row for its first event and its renames, and empties
-// s.rows. It sorts them by session and seq first (a session's renames stay
-// in order): each session's rows then go into its part of the B-tree
-// together, 15 % less CPU a row than in arrival order (BENCHMARKS.md,
-// round 4).
+// insertRows inserts s.rows into chunks, with a session's row for its
+// first event and its renames, and empties s.rows.
 func (s *SQLite) insertRows() error {
 	defer s.dropRows()
-	slices.SortFunc(s.rows, func(a, b *row) int {
-		return cmp.Or(strings.Compare(a.session, b.session), cmp.Compare(a.seq, b.seq))
-	})
-	for rows := s.rows; len(rows) > 0; {
-		n := min(len(rows), maxInsertRows)
-		stmt := s.inserts[n]
-		if stmt == nil {
-			q := insertEventSQL + strings.Repeat(`, `+insertEventValues, n-1)
-			var err error
-			if stmt, err = s.wconn.PrepareContext(context.Background(), q); err != nil {
+	if err := s.insertChunks(s.rows); err != nil {
+		return err
+	}
+	for _, w := range s.rows { // sorted: a session's renames stay in order
+		if w.seq == 1 {
+			if _, err := s.insertSession.Exec(w.session, w.timeMs); err != nil {
 				return err
 			}
-			s.inserts[n] = stmt
 		}
-		s.args = s.args[:0]
+		if w.kind == model.KindRenamed {
+			if _, err := s.renameSession.Exec(string(w.raw), w.session); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// insertChunks sorts rows by session and seq and inserts each session's
+// as one chunk. A session's rows must be consecutive seqs after those
+// chunks already hold, as a move's and an older build's are.
+func (s *SQLite) insertChunks(rows []*row) error {
+	slices.SortFunc(rows, func(a, b *row) int {
+		return cmp.Or(strings.Compare(a.session, b.session), cmp.Compare(a.seq, b.seq))
+	})
+	for len(rows) > 0 {
+		n := 1
+		for n < len(rows) && rows[n].session == rows[0].session {
+			n++
+		}
+		b := s.chunk[:0]
 		for _, w := range rows[:n] {
-			s.args = append(s.args, w.session, w.seq, w.timeMs, w.actor, w.kind, w.message,
-				w.msgKind, w.msgFrom, w.raw, w.keyRun, w.keyCall, w.run, w.notice, w.prediction)
+			b = appendRecord(b, w)
 		}
-		_, err := stmt.Exec(s.args...)
-		clear(s.args)
-		if err != nil {
+		s.chunk = b
+		last := rows[n-1]
+		if _, err := s.insertChunk.Exec(last.session, rows[0].seq, last.seq, last.timeMs, b); err != nil {
 			return err
 		}
-		for _, w := range rows[:n] {
-			if w.seq == 1 {
-				if _, err := s.insertSession.Exec(w.session, w.timeMs); err != nil {
-					return err
-				}
-			}
-			if w.kind == model.KindRenamed {
-				if _, err := s.renameSession.Exec(string(w.raw), w.session); err != nil {
-					return err
-				}
-			}
-		}
 		rows = rows[n:]
+	}
+	if cap(s.chunk) > 1<<20 {
+		s.chunk = nil // a burst of big replies: do not keep its buffer
 	}
 	return nil
 }
@@ -773,40 +785,86 @@ func (s *SQLite) send(ctx context.Context, r request) error {
 	}
 }
 
-// eventCols are the columns events and recent (an older build's arrival
-// table) share.
+// eventCols are the columns of events and recent, where older builds kept
+// a row per event (convertOlder).
 const eventCols = `session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice, prediction`
 
 const (
-	insertEventValues = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// OR FAIL: a failing statement keeps the rows it inserted before, so
 	// SQLite keeps no statement journal of the pages it changes (a copy of
 	// each page before its first change, 2 % of the default lab's CPU);
 	// the transaction it is in rolls back on any error anyway (inTx).
-	insertEventSQL = `INSERT OR FAIL INTO events (` + eventCols + `) VALUES ` + insertEventValues
-	// A session with no pending row (not in seqs) has all of them in events.
-	lastSeqSQL = `SELECT COALESCE(MAX(seq), 0) FROM events WHERE session = ?`
+	insertChunkSQL = `INSERT OR FAIL INTO chunks (session, first, last, last_time, data) VALUES (?, ?, ?, ?, ?)`
+	// A session with no pending row (not in seqs) has all of them in chunks.
+	lastSeqSQL = `SELECT COALESCE(MAX(last), 0) FROM chunks WHERE session = ?`
 	// A session's row is written with its first event; its last activity is
 	// its newest event's time, so an append writes one row, not two.
 	insertSessionSQL = `INSERT INTO sessions (id, created) VALUES (?, ?)`
 	renameSessionSQL = `UPDATE sessions SET name = ? WHERE id = ?`
 )
 
-// moveRecent takes into events, in one transaction, the rows an older
-// build left in recent (its arrival table, which the journal replaced).
-func (s *SQLite) moveRecent() error {
+// convertOlder takes into chunks, in one transaction, the events older
+// builds left a row each: in events, and in recent (an arrival table the
+// journal replaced, whose rows are newer). It reads a session at a time.
+func (s *SQLite) convertOlder() error {
+	var left bool
+	if err := s.db.QueryRow(`SELECT EXISTS (SELECT 1 FROM events) OR EXISTS (SELECT 1 FROM recent)`).Scan(&left); err != nil {
+		return fmt.Errorf("looking for events to convert: %w", err)
+	}
+	if !left {
+		return nil
+	}
 	ctx := context.Background()
 	err := s.write(ctx, func(c *sql.Conn) error {
-		if _, err := c.ExecContext(ctx, `INSERT INTO events (`+eventCols+`) SELECT `+eventCols+` FROM recent ORDER BY pos`); err != nil {
-			return err
+		for _, table := range []string{"events", "recent"} {
+			var ids []string
+			if err := queryRows(ctx, c, `SELECT DISTINCT session FROM `+table, nil, func(r *sql.Rows) error {
+				var id string
+				ids = append(ids, id)
+				return r.Scan(&ids[len(ids)-1])
+			}); err != nil {
+				return err
+			}
+			for _, id := range ids {
+				var rows []*row
+				// recent's pos and events' seq both order a session's rows.
+				err := queryRows(ctx, c, `SELECT `+eventCols+` FROM `+table+` WHERE session = ? ORDER BY seq`, []any{id}, func(r *sql.Rows) error {
+					var w row
+					rows = append(rows, &w)
+					return r.Scan(&w.session, &w.seq, &w.timeMs, &w.actor, &w.kind, &w.message, &w.msgKind, &w.msgFrom, &w.raw, &w.keyRun, &w.keyCall, &w.run, &w.notice, &w.prediction)
+				})
+				if err != nil {
+					return err
+				}
+				if err := s.insertChunks(rows); err != nil {
+					return err
+				}
+			}
+			if _, err := c.ExecContext(ctx, `DELETE FROM `+table); err != nil {
+				return err
+			}
 		}
-		_, err := c.ExecContext(ctx, `DELETE FROM recent`)
-		return err
+		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("moving recent events: %w", err)
+		return fmt.Errorf("converting older events: %w", err)
 	}
 	return nil
+}
+
+// queryRows runs q on c and calls scan for each row.
+func queryRows(ctx context.Context, c *sql.Conn, q string, args []any, scan func(*sql.Rows) error) error {
+	rows, err := c.QueryContext(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // checkpointer moves the journal into the database once appends pause,
@@ -870,7 +928,7 @@ func (s *SQLite) Append(ctx context.Context, r Record) error {
 		return err
 	}
 	// The leader checks the seq here, then writes w with the rest of its
-	// batch: to the journal, or into events with a transaction's other
+	// batch: to the journal, or into chunks with a transaction's other
 	// work (insertRows writes the session's row and its renames).
 	err = s.send(ctx, request{row: &w, op: func(c *sql.Conn) error {
 		last, ok := s.txSeqs[w.session]
@@ -909,7 +967,7 @@ func (s *SQLite) Append(ctx context.Context, r Record) error {
 func (s *SQLite) Delete(ctx context.Context, ids []string) error {
 	err := s.write(ctx, func(c *sql.Conn) error {
 		for _, id := range ids {
-			if _, err := c.ExecContext(context.Background(), `DELETE FROM events WHERE session = ?`, id); err != nil {
+			if _, err := c.ExecContext(context.Background(), `DELETE FROM chunks WHERE session = ?`, id); err != nil {
 				return err
 			}
 			s.txSeqs[id] = 0
@@ -969,7 +1027,7 @@ func (s *SQLite) Sessions(ctx context.Context) ([]Session, error) {
 		return nil, fmt.Errorf("listing sessions in %s: %w", s.path, err)
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT id, name, created,
-		COALESCE((SELECT time FROM events WHERE session = sessions.id ORDER BY seq DESC LIMIT 1), created)
+		COALESCE((SELECT last_time FROM chunks WHERE session = sessions.id ORDER BY first DESC LIMIT 1), created)
 		FROM sessions ORDER BY created, id`)
 	if err != nil {
 		return nil, fmt.Errorf("listing sessions in %s: %w", s.path, err)
@@ -1017,29 +1075,38 @@ func (s *SQLite) EventsAfter(ctx context.Context, id string, after uint64) ([]Re
 	if !known {
 		return nil, nil // a new session, as every student's first
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+eventCols+` FROM events WHERE session = ? AND seq > ? ORDER BY seq`, id, int64(after))
+	rows, err := s.db.QueryContext(ctx, `SELECT data FROM chunks WHERE session = ? AND last > ? ORDER BY first`, id, int64(after))
 	if err != nil {
 		return nil, fmt.Errorf("reading session %s from %s: %w", id, s.path, err)
 	}
 	defer rows.Close()
 	var out []Record
+	var data []byte
 	for rows.Next() {
-		var w row
-		if err := rows.Scan(&w.session, &w.seq, &w.timeMs, &w.actor, &w.kind, &w.message, &w.msgKind, &w.msgFrom, &w.raw, &w.keyRun, &w.keyCall, &w.run, &w.notice, &w.prediction); err != nil {
+		if err := rows.Scan(&data); err != nil {
 			return nil, fmt.Errorf("reading session %s from %s: %w", id, s.path, err)
 		}
-		r, err := decode(w)
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", s.path, err)
+		ws, n := decodeRecords(data)
+		if n != int64(len(data)) {
+			return nil, fmt.Errorf("reading session %s from %s: a damaged chunk (%d of its %d bytes decode)", id, s.path, n, len(data))
 		}
-		out = append(out, r)
+		for _, w := range ws {
+			if uint64(w.seq) <= after {
+				continue
+			}
+			r, err := decode(*w)
+			if err != nil {
+				return nil, fmt.Errorf("reading %s: %w", s.path, err)
+			}
+			out = append(out, r)
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("reading session %s from %s: %w", id, s.path, err)
 	}
 	for _, w := range newest {
 		if len(out) > 0 && uint64(w.seq) <= out[len(out)-1].Seq {
-			continue // moved while this read ran: read from events already
+			continue // moved while this read ran: read from chunks already
 		}
 		r, err := decode(*w)
 		if err != nil {

@@ -232,7 +232,7 @@ func (s *SQLite) DeleteClass(ctx context.Context, id string) ([]string, error) {
 			return err
 		}
 		for _, q := range []string{
-			`DELETE FROM events WHERE session IN (SELECT session FROM members WHERE class = ?)`,
+			`DELETE FROM chunks WHERE session IN (SELECT session FROM members WHERE class = ?)`,
 			`DELETE FROM sessions WHERE id IN (SELECT session FROM members WHERE class = ?)`,
 			`DELETE FROM members WHERE class = ?`,
 			`DELETE FROM logins WHERE class = ?`,

@@ -48,8 +48,10 @@ var ErrSeqTaken = errors.New("the seq is already taken")
 // model's one vocabulary (model.Event.KindName).
 func Kind(e model.Event) string { return e.KindName() }
 
-// row is a record flattened into the columns of the events table. Adding an
-// event kind means adding a case to encode and to decode.
+// row is a record flattened into the fields the journal and the chunks
+// encode (encodeRecord), the columns older builds' events table had and
+// Postgres's has. Adding an event kind means adding a case to encode and
+// to decode.
 type row struct {
 	session          string
 	seq              int64

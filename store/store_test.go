@@ -220,6 +220,93 @@ func TestSQLiteMigratesVersion1Predictions(t *testing.T) {
 	}
 }
 
+// TestSQLiteConvertsOlderEvents opens a file of schema version 6, whose
+// builds kept a row per event in events and left newer ones in recent:
+// every event reads back in order from the chunks, each session's last
+// activity and next seq carry on, and a damaged chunk is an error.
+func TestSQLiteConvertsOlderEvents(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "v6.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := []string{`CREATE TABLE schema_version (version INTEGER NOT NULL)`, `INSERT INTO schema_version (version) VALUES (6)`}
+	for v := 1; v <= 6; v++ {
+		stmts = append(stmts, migrations[v]...)
+	}
+	for _, q := range stmts {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	a, b := sample("a"), sample("b")
+	later := func(r Record, d time.Duration) Record { r.Time = r.Time.Add(d); return r }
+	put := func(table string, r Record) {
+		t.Helper()
+		w, err := encode(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(`INSERT INTO `+table+` (`+eventCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			w.session, w.seq, w.timeMs, w.actor, w.kind, w.message, w.msgKind, w.msgFrom, w.raw, w.keyRun, w.keyCall, w.run, w.notice, w.prediction); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"a", "b"} {
+		if _, err := db.Exec(`INSERT INTO sessions (id, created) VALUES (?, ?)`, id, t0.UnixMilli()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// a: its first five in events, the rest in recent, taking turns with b's.
+	for i := range a[:5] {
+		put("events", a[i])
+	}
+	for i := 5; i < len(a); i++ {
+		a[i] = later(a[i], time.Duration(i)*time.Minute)
+		put("recent", a[i])
+		put("recent", b[i-5])
+	}
+	db.Close()
+
+	s, err := OpenSQLite(path, Options{})
+	if err != nil {
+		t.Fatalf("opening a version 6 file: %v", err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if got, err := s.Events(ctx, "a"); err != nil || !reflect.DeepEqual(got, a) {
+		t.Fatalf("a after converting: %v %+v", err, got)
+	}
+	if got, err := s.EventsAfter(ctx, "b", 2); err != nil || !reflect.DeepEqual(got, b[2:len(a)-5]) {
+		t.Fatalf("b after converting: %v %+v", err, got)
+	}
+	for _, table := range []string{"events", "recent"} {
+		var n int
+		if err := s.db.QueryRow(`SELECT COUNT(*) FROM ` + table).Scan(&n); err != nil || n != 0 {
+			t.Fatalf("%d rows left in %s (%v)", n, table, err)
+		}
+	}
+	sessions, err := s.Sessions(ctx)
+	if err != nil || len(sessions) != 2 || !sessions[0].LastActive.Equal(a[len(a)-1].Time) {
+		t.Fatalf("sessions %+v (%v), want a last active at %v", sessions, err, a[len(a)-1].Time)
+	}
+	if err := s.Append(ctx, later(a[0], 0)); !errors.Is(err, ErrSeqTaken) {
+		t.Fatalf("appending a's first seq again: %v, want ErrSeqTaken", err)
+	}
+	next := walkthrough("a", uint64(len(a)+1))
+	if err := s.Append(ctx, next); err != nil {
+		t.Fatalf("appending a's next seq: %v", err)
+	}
+
+	if _, err := s.db.Exec(`UPDATE chunks SET data = substr(data, 1, length(data) - 1) WHERE session = 'b'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Events(ctx, "b"); err == nil || !strings.Contains(err.Error(), "damaged chunk") {
+		t.Fatalf("reading a damaged chunk: %v, want an error", err)
+	}
+}
+
 func TestSQLiteRefusesBadFiles(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -298,7 +385,7 @@ func TestSQLiteLockedRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n int
-	if err := other.QueryRowContext(ctx, `SELECT COUNT(*) FROM events WHERE session = 'a'`).Scan(&n); err != nil || n != 3 {
+	if err := other.QueryRowContext(ctx, `SELECT SUM(last - first + 1) FROM chunks WHERE session = 'a'`).Scan(&n); err != nil || n != 3 {
 		t.Fatalf("%d rows in the database (%v), want 3", n, err)
 	}
 }
@@ -638,7 +725,7 @@ func TestSQLiteJournal(t *testing.T) {
 	recs := sample("a")
 	count := func() (n int) {
 		t.Helper()
-		if err := s.db.QueryRow(`SELECT COUNT(*) FROM events`).Scan(&n); err != nil {
+		if err := s.db.QueryRow(`SELECT COALESCE(SUM(last - first + 1), 0) FROM chunks`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
