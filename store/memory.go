@@ -32,7 +32,7 @@ func NewMemory() *Memory { return &Memory{sessions: make(map[string]*memSession)
 
 // Append stores r. Seqs must count up from 1 in each session.
 func (m *Memory) Append(_ context.Context, r Record) error {
-	if _, err := encode(r); err != nil {
+	if err := check(r); err != nil {
 		return err
 	}
 	m.mu.Lock()

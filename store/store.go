@@ -65,7 +65,24 @@ type row struct {
 	prediction       string // a delivery's model.Prediction word, "" for none
 }
 
+// check refuses a record no store can encode: every store checks alike.
+func check(r Record) error {
+	switch r.Event.Kind {
+	case model.RunStarted, model.Renamed, model.MessageQueued, model.MessageInjected:
+	case model.MessageDelivered:
+		if _, ok := model.ParsePrediction(r.Event.Prediction.String()); !ok {
+			return fmt.Errorf("encoding a delivery: unknown prediction %d", r.Event.Prediction)
+		}
+	default:
+		return fmt.Errorf("encoding event kind %d: unknown", r.Event.Kind)
+	}
+	return nil
+}
+
 func encode(r Record) (row, error) {
+	if err := check(r); err != nil {
+		return row{}, err
+	}
 	w := row{
 		session: r.Session, seq: int64(r.Seq), timeMs: r.Time.UnixMilli(),
 		actor: r.Event.By.String(), kind: Kind(r.Event),
@@ -76,9 +93,6 @@ func encode(r Record) (row, error) {
 	case model.RunStarted:
 	case model.MessageDelivered:
 		w.prediction = r.Event.Prediction.String()
-		if _, ok := model.ParsePrediction(w.prediction); !ok {
-			return row{}, fmt.Errorf("encoding a delivery: unknown prediction %d", r.Event.Prediction)
-		}
 	case model.Renamed:
 		w.raw = append(w.raw, r.Event.Name...)
 	case model.MessageQueued, model.MessageInjected:
@@ -90,8 +104,6 @@ func encode(r Record) (row, error) {
 		case model.DeadlineMessage:
 			w.keyRun, w.keyCall = m.Key.RunID, m.Key.CallID
 		}
-	default:
-		return row{}, fmt.Errorf("encoding event kind %d: unknown", r.Event.Kind)
 	}
 	return w, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -124,5 +125,32 @@ func TestSizedBaselineFrames(t *testing.T) {
 	last := len(appendBaselineFrame(nil, id, rotateOps, true))
 	if mean := total / (rotateOps + 1); mean < 7600 || mean > 8400 || last < 13000 || last > 14000 {
 		t.Fatalf("sized frames: mean %d bytes, last %d; want about 8 KB and 13.6 KB", mean, last)
+	}
+}
+
+// TestGoalTables: the goals are judged against the baseline, and, when the
+// sized baseline ran, again against it in a table of its own.
+func TestGoalTables(t *testing.T) {
+	r := results{}
+	for server, cpu := range map[string]float64{"default": 0.03, "memory": 0.024, "baseline": 0.012, "sized-baseline": 0.017} {
+		r.add("throughput", server, metrics{"CPU s/1000 ops": cpu, "ops/s": 1})
+	}
+	for _, sized := range []bool{false, true} {
+		var out strings.Builder
+		r.print(&out, &bench{labs: []string{"default", "memory"}, sized: sized, loops: 50, sessions: 30, tabs: 3, idle: 2000})
+		got := out.String()
+		against := regexp.MustCompile(`server CPU per op.*`).FindAllString(got, -1)
+		want := []string{"2.5 MISSED 2 MISSED"}
+		if sized {
+			want = append(want, "1.76 met 1.41 met")
+		}
+		if len(against) != len(want) {
+			t.Fatalf("sized %v: %d CPU rows, want %d:\n%s", sized, len(against), len(want), got)
+		}
+		for i, w := range want {
+			if !strings.Contains(strings.Join(strings.Fields(against[i]), " "), w) {
+				t.Errorf("sized %v: table %d has %q, want %q", sized, i+1, against[i], w)
+			}
+		}
 	}
 }
