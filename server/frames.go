@@ -178,6 +178,7 @@ type stateEncoder struct {
 	queue, receipts []byte // encoded entries, comma-separated
 	held, received  int    // entries encoded so far
 	head, tail      []byte // scratch: what goes before queue and after receipts
+	tailOf          tailKey // what tail was encoded from
 	pool            *framePool
 	// predictionsRequired is the session's class setting as of this
 	// frame; the drainer sets it before encoding.
@@ -253,11 +254,16 @@ func (e *stateEncoder) frame(l *model.Lab) (*sharedFrame, model.LabView) {
 	h = append(h, `,"draft":`...)
 	h = jsjson.AppendString(h, v.Draft)
 	h = append(h, `,"queue":[`...)
-	t := append(e.tail[:0], `],"name":`...)
-	t = jsjson.AppendString(t, v.Name)
-	t = appendExercise(t, v, e.predictionsRequired)
-	t = append(t, '}')
-	e.head, e.tail = h, t
+	// The tail changes only with a step, a prediction, a rename or a
+	// setting, so most frames reuse it.
+	if k := (tailKey{v.Name, v.Exercise, e.predictionsRequired, v.Predicted, v.Right}); k != e.tailOf || e.tail == nil {
+		t := append(e.tail[:0], `],"name":`...)
+		t = jsjson.AppendString(t, v.Name)
+		t = appendExercise(t, v, e.predictionsRequired)
+		e.tail, e.tailOf = append(t, '}'), k
+	}
+	t := e.tail
+	e.head = h
 
 	const between = `],"receipts":[`
 	f := e.pool.get(len(h) + len(e.queue) + len(between) + len(e.receipts) + len(t))
@@ -267,6 +273,14 @@ func (e *stateEncoder) frame(l *model.Lab) (*sharedFrame, model.LabView) {
 	b = append(b, e.receipts...)
 	f.data = append(b, t...)
 	return f, v
+}
+
+// tailKey is everything a state frame's tail is encoded from.
+type tailKey struct {
+	name                string
+	exercise            model.Exercise
+	predictionsRequired bool
+	predicted, right    int
 }
 
 // errorFrame tells a client why its frame was refused: the sentence for
