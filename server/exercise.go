@@ -118,18 +118,24 @@ func (c *stepClock) steps(x model.Exercise, seq uint64, at time.Time) {
 
 // receipts counts the predictions of receipts new since the last call, in
 // a new tally: the rows published before share the old one read-only.
+// Receipts without a prediction leave the tally as it is.
 func (c *stepClock) receipts(rs []model.Receipt) {
-	if len(rs) == 0 {
-		return
-	}
-	t := new(model.PredictionTally)
-	if c.tally != nil {
-		*t = *c.tally
-	}
+	var t *model.PredictionTally
 	for _, r := range rs {
+		if r.Predicted == model.NoPrediction {
+			continue
+		}
+		if t == nil {
+			t = new(model.PredictionTally)
+			if c.tally != nil {
+				*t = *c.tally
+			}
+		}
 		t.Add(r)
 	}
-	c.tally = t
+	if t != nil {
+		c.tally = t
+	}
 }
 
 // progress is the session's progress columns for v, the view after the
