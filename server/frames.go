@@ -175,9 +175,9 @@ func predictField(v jsjson.Value) (model.Prediction, error) {
 // change adds: a frame costs its header and one copy, not the whole state.
 type stateEncoder struct {
 	session         string
-	queue, receipts []byte // encoded entries, comma-separated
-	held, received  int    // entries encoded so far
-	head, tail      []byte // scratch: what goes before queue and after receipts
+	queue, receipts []byte  // encoded entries, comma-separated
+	held, received  int     // entries encoded so far
+	head, tail      []byte  // scratch: what goes before queue and after receipts
 	tailOf          tailKey // what tail was encoded from
 	pool            *framePool
 	// predictionsRequired is the session's class setting as of this
