@@ -177,8 +177,9 @@ type stateEncoder struct {
 	session         string
 	queue, receipts []byte  // encoded entries, comma-separated
 	held, received  int     // entries encoded so far
-	head, tail      []byte  // scratch: what goes before queue and after receipts
-	tailOf          tailKey // what tail was encoded from
+	head            []byte  // scratch: what goes before queue
+	tail            []byte  // what goes after receipts, encoded from tailOf
+	tailOf          tailKey
 	pool            *framePool
 	// predictionsRequired is the session's class setting as of this
 	// frame; the drainer sets it before encoding.
