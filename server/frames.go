@@ -175,10 +175,10 @@ func predictField(v jsjson.Value) (model.Prediction, error) {
 // change adds: a frame costs its header and one copy, not the whole state.
 type stateEncoder struct {
 	session         string
-	queue, receipts []byte  // encoded entries, comma-separated
-	held, received  int     // entries encoded so far
-	head            []byte  // scratch: what goes before queue
-	tail            []byte  // what goes after receipts, encoded from tailOf
+	queue, receipts []byte // encoded entries, comma-separated
+	held, received  int    // entries encoded so far
+	head            []byte // scratch: what goes before queue
+	tail            []byte // what goes after receipts, encoded from tailOf
 	tailOf          tailKey
 	pool            *framePool
 	// predictionsRequired is the session's class setting as of this
