@@ -5,10 +5,10 @@ import (
 	"testing"
 )
 
-// FuzzJournalRecords: whatever a journal file holds after its header (a
-// torn write, damage, another program's bytes), decodeRecords neither
-// panics nor claims more than it read, and the records it returns frame
-// back to exactly the bytes it consumed.
+// FuzzJournalRecords: whatever a journal file holds after its header, or
+// a chunk in the database (a torn write, damage, another program's bytes),
+// decodeRecords neither panics nor claims more than it read, and the
+// records it returns frame back to exactly the bytes it consumed.
 func FuzzJournalRecords(f *testing.F) {
 	var whole []byte
 	for seq := uint64(1); seq <= 4; seq++ {

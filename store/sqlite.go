@@ -83,9 +83,9 @@ var migrations = [][]string{
 	},
 	// 7: a move writes each session's events as one row, a chunk: the
 	// events framed as the journal frames them (journal.go), first and
-	// last their seqs, last_time the last one's time. A row per event
-	// cost an append 7 µs of CPU in SQLite's B-tree, a chunk 2.7
-	// (BENCHMARKS.md, round 5). Open takes what older builds left in
+	// last their seqs, last_time the last one's time. With a row per
+	// event a durable append cost 7 µs of CPU, most of it SQLite's
+	// B-tree; with chunks 2.6 (BENCHMARKS.md, round 5). Open takes what older builds left in
 	// events and recent into chunks (convertOlder); both stay, empty.
 	7: {
 		`CREATE TABLE chunks (
@@ -820,8 +820,9 @@ func (s *SQLite) convertOlder() error {
 			var ids []string
 			if err := queryRows(ctx, c, `SELECT DISTINCT session FROM `+table, nil, func(r *sql.Rows) error {
 				var id string
+				err := r.Scan(&id)
 				ids = append(ids, id)
-				return r.Scan(&ids[len(ids)-1])
+				return err
 			}); err != nil {
 				return err
 			}
