@@ -256,7 +256,8 @@ func (e *stateEncoder) frame(l *model.Lab) (*sharedFrame, model.LabView) {
 	h = jsjson.AppendString(h, v.Draft)
 	h = append(h, `,"queue":[`...)
 	// The tail changes only with a step, a prediction, a rename or a
-	// setting, so most frames reuse it.
+	// setting, so most frames reuse it. (A new session's key is the zero
+	// key, hence the nil check for the first frame.)
 	if k := (tailKey{v.Name, v.Exercise, e.predictionsRequired, v.Predicted, v.Right}); k != e.tailOf || e.tail == nil {
 		t := append(e.tail[:0], `],"name":`...)
 		t = jsjson.AppendString(t, v.Name)

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"path/filepath"
 	"reflect"
@@ -261,15 +260,7 @@ func TestLogins(t *testing.T) {
 // classes (schema version 1): its sessions stay, and classes work.
 func TestSQLiteMigratesVersion1(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "lab.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, stmt := range append([]string{`CREATE TABLE schema_version (version INTEGER NOT NULL)`, `INSERT INTO schema_version VALUES (1)`}, migrations[1]...) {
-		if _, err := db.Exec(stmt); err != nil {
-			t.Fatal(err)
-		}
-	}
+	db := olderFile(t, path, 1)
 	if _, err := db.Exec(`INSERT INTO sessions (id, name, created) VALUES ('old', 'Ada', ?)`, t0.UnixMilli()); err != nil {
 		t.Fatal(err)
 	}

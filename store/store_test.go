@@ -175,23 +175,12 @@ func TestSQLiteReopens(t *testing.T) {
 func TestSQLiteMigratesVersion1Predictions(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "v1.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stmts := append([]string{`CREATE TABLE schema_version (version INTEGER NOT NULL)`, `INSERT INTO schema_version (version) VALUES (1)`}, migrations[1]...)
-	stmts = append(stmts,
+	olderFile(t, path, 1,
 		`INSERT INTO sessions (id, created) VALUES ('a', 0)`,
 		`INSERT INTO events (session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice)
 			VALUES ('a', 1, 0, 'student', 'queued', 1, 'deadline', 'student', x'', 'run-1', 'lookup', 'run-1', 'Ready.')`,
 		`INSERT INTO events (session, seq, time, actor, kind, message, run, notice)
-			VALUES ('a', 2, 1, 'student', 'delivered', 1, 'run-1', 'Unresolved: deadline observed without a final reply.')`)
-	for _, q := range stmts {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	db.Close()
+			VALUES ('a', 2, 1, 'student', 'delivered', 1, 'run-1', 'Unresolved: deadline observed without a final reply.')`).Close()
 
 	s, err := OpenSQLite(path, Options{})
 	if err != nil {
@@ -227,19 +216,7 @@ func TestSQLiteMigratesVersion1Predictions(t *testing.T) {
 func TestSQLiteConvertsOlderEvents(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "v6.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stmts := []string{`CREATE TABLE schema_version (version INTEGER NOT NULL)`, `INSERT INTO schema_version (version) VALUES (6)`}
-	for v := 1; v <= 6; v++ {
-		stmts = append(stmts, migrations[v]...)
-	}
-	for _, q := range stmts {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	db := olderFile(t, path, 6)
 	a, b := sample("a"), sample("b")
 	later := func(r Record, d time.Duration) Record { r.Time = r.Time.Add(d); return r }
 	put := func(table string, r Record) {
@@ -291,7 +268,7 @@ func TestSQLiteConvertsOlderEvents(t *testing.T) {
 	if err != nil || len(sessions) != 2 || !sessions[0].LastActive.Equal(a[len(a)-1].Time) {
 		t.Fatalf("sessions %+v (%v), want a last active at %v", sessions, err, a[len(a)-1].Time)
 	}
-	if err := s.Append(ctx, later(a[0], 0)); !errors.Is(err, ErrSeqTaken) {
+	if err := s.Append(ctx, a[0]); !errors.Is(err, ErrSeqTaken) {
 		t.Fatalf("appending a's first seq again: %v, want ErrSeqTaken", err)
 	}
 	next := walkthrough("a", uint64(len(a)+1))
@@ -305,6 +282,27 @@ func TestSQLiteConvertsOlderEvents(t *testing.T) {
 	if _, err := s.Events(ctx, "b"); err == nil || !strings.Contains(err.Error(), "damaged chunk") {
 		t.Fatalf("reading a damaged chunk: %v, want an error", err)
 	}
+}
+
+// olderFile writes at path a data file as a release of schema version v
+// left it, with stmts run on it, and returns it open.
+func olderFile(t *testing.T, path string, v int, stmts ...string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := []string{`CREATE TABLE schema_version (version INTEGER NOT NULL)`, fmt.Sprintf(`INSERT INTO schema_version (version) VALUES (%d)`, v)}
+	for _, m := range migrations[1 : v+1] {
+		schema = append(schema, m...)
+	}
+	for _, q := range append(schema, stmts...) {
+		if _, err := db.Exec(q); err != nil {
+			db.Close()
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return db
 }
 
 func TestSQLiteRefusesBadFiles(t *testing.T) {
