@@ -32,7 +32,7 @@ type server struct {
 }
 
 // isLab tells a lab configuration's server from a baseline's by its name
-// ("baseline", "sized-baseline").
+// ("baseline", "fixed-baseline").
 func isLab(name string) bool { return !strings.HasSuffix(name, "baseline") }
 
 var urlLine = regexp.MustCompile(`students open (http://127\.0\.0\.1:\d+)/`)
