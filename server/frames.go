@@ -178,6 +178,9 @@ type stateEncoder struct {
 	queue, receipts []byte // encoded entries, comma-separated
 	held, received  int    // entries encoded so far
 	head            []byte // scratch: what goes before queue
+	prefix          []byte // the frame's start, up to its seq: the same in every frame
+	draft           []byte // draftOf encoded: it changes only with a new run
+	draftOf         string
 	tail            []byte // what goes after receipts, encoded from tailOf
 	tailOf          tailKey
 	pool            *framePool
@@ -238,9 +241,11 @@ func (e *stateEncoder) frame(l *model.Lab) (*sharedFrame, model.LabView) {
 	// The parts around queue and receipts go to scratch space first, so the
 	// frame's buffer is taken once, big enough: growing it as it was
 	// written cost a second allocation and copy of the whole frame.
-	h := append(e.head[:0], `{"type":"state","session":`...)
-	h = jsjson.AppendString(h, e.session)
-	h = append(h, `,"seq":`...)
+	if e.prefix == nil {
+		e.prefix = append([]byte(`{"type":"state","session":`), jsjson.AppendString(nil, e.session)...)
+		e.prefix = append(e.prefix, `,"seq":`...)
+	}
+	h := append(e.head[:0], e.prefix...)
 	h = strconv.AppendUint(h, v.Seq, 10)
 	h = append(h, `,"call":{"runId":`...)
 	h = jsjson.AppendString(h, v.Call.RunID)
@@ -253,7 +258,12 @@ func (e *stateEncoder) frame(l *model.Lab) (*sharedFrame, model.LabView) {
 	h = append(h, `},"notice":`...)
 	h = jsjson.AppendString(h, v.Notice)
 	h = append(h, `,"draft":`...)
-	h = jsjson.AppendString(h, v.Draft)
+	// A draft is JSON in a string, an escape every few bytes, and the
+	// same string (the model keeps it per run) until the next run.
+	if v.Draft != e.draftOf || e.draft == nil {
+		e.draft, e.draftOf = jsjson.AppendString(e.draft[:0], v.Draft), v.Draft
+	}
+	h = append(h, e.draft...)
 	h = append(h, `,"queue":[`...)
 	// The tail changes only with a step, a prediction, a rename or a
 	// setting, so most frames reuse it. (A new session's key is the zero
