@@ -17,11 +17,11 @@ import (
 // baseline is the reference server: plain net/http and coder/websocket on
 // the lab's paths, one state-sized frame per received frame to every
 // connection of the session, and one on connect: a frame as big as the
-// lab's state frame at that op, or (fixed) always 2.6 KB. It is what a lab server
-// costs at the least, so the lab is measured as a ratio of it: per op it
-// reads the frame (into a pooled buffer, not decoded), copies the prepared
-// frame with the session's seq into a pooled buffer and writes it to each
-// connection from the reading goroutine. Nothing is allocated per op but
+// lab's state frame at that op, or (fixed) always 2.6 KB. It is what a lab
+// server costs at the least, so the lab is measured as a ratio of it: per
+// op it reads the frame (into a pooled buffer, not decoded), copies the
+// prepared frame with the session's seq into a pooled buffer and writes it
+// to each connection from the reading goroutine. Nothing is allocated per op but
 // what coder/websocket allocates itself, and an idle connection holds no
 // buffer of ours.
 type baseline struct {
@@ -187,10 +187,11 @@ const (
 	sizedTail = `],"name":"","exercise":{"done":[1,2,3],"current":4,"parts":[[true],[true],[true],[false,false,false],[false],[false],[false,false],[false,false,false],[false,false]],"predictionsRequired":false},"predictions":{"made":0,"right":0}}`
 )
 
-// sizedParts holds a session's queue and receipts as the lab encodes them, each
-// list joined up to its n-th entry at queue[:queueEnd[n-1]]: the preloads
-// and walkthrough replies labbench queues, and a receipt per delivery,
-// for up to sizedEntries of each (a session of labbench stays far below).
+// sizedParts holds a session's queue and receipts as the lab encodes
+// them, each list joined, its first n entries at queue[:queueEnd[n-1]]:
+// the preloads and walkthrough replies labbench queues, and a receipt per
+// delivery, for up to sizedEntries of each (a labbench session stays far
+// below).
 var sizedParts = func() (s struct {
 	queue, receipts       []byte
 	queueEnd, receiptsEnd []int

@@ -58,13 +58,13 @@ func TestBaselineIsStateSized(t *testing.T) {
 		if got, ok := frameSeq(data); !ok || got != seq {
 			t.Fatalf("op %d: got %.200s, want the state at seq %d", seq, data, seq)
 		}
-		lab, base := len(data), len(appendBaselineFrame(nil, id, seq, false))
-		labTotal += lab
-		baseTotal += base
-		d := max(lab-base, base-lab) // the lab's run numbers and ids have other widths
+		labLen, baseLen := len(data), len(appendBaselineFrame(nil, id, seq, false))
+		labTotal += labLen
+		baseTotal += baseLen
+		d := max(labLen-baseLen, baseLen-labLen) // the lab's run numbers and ids have other widths
 		worst = max(worst, d)
 		if d > 16 {
-			t.Errorf("seq %d: the lab's state frame has %d bytes, the baseline's %d", seq, lab, base)
+			t.Errorf("seq %d: the lab's state frame has %d bytes, the baseline's %d", seq, labLen, baseLen)
 		}
 	}
 	t.Logf("mean frame over %d ops: lab %d bytes, baseline %d; at most %d bytes apart", rotateOps+1, labTotal/(rotateOps+1), baseTotal/(rotateOps+1), worst)
