@@ -131,6 +131,29 @@ func ParseReply(raw string) (Reply, error) {
 	return Reply{}, ErrInvalidReply
 }
 
+// parsedReply is a held message's reply as ParseReply decodes it (a
+// deadline has none); kept says it was worked out (Lab.parsed).
+type parsedReply struct {
+	reply Reply
+	err   error
+	kept  bool
+}
+
+// parseKeptBytes bounds the replies a session keeps decoded beside their
+// text: a longer one is decoded again at each delivery, so the decoded
+// copies of a session's held text stay under 256 KiB at the default
+// MaxHeld.
+const parseKeptBytes = 1 << 10
+
+// parseNow decodes m's reply.
+func parseNow(m Message) parsedReply {
+	if m.Kind != ReplyMessage {
+		return parsedReply{kept: true}
+	}
+	r, err := ParseReply(m.Raw)
+	return parsedReply{reply: r, err: err, kept: true}
+}
+
 // Accept applies a decoded reply: only a reply for the same key moves the call,
 // and the first accepted final reply wins.
 func Accept(c Call, r Reply) Update {

@@ -186,11 +186,11 @@ func (x *Exercise) mark(seq uint64, step, part int) {
 func (x *Exercise) runStarted() { x.unresolved = false }
 
 // queued observes a message the student queued while call was current (step 1).
-func (x *Exercise) queued(seq uint64, call Call, m Message) {
+func (x *Exercise) queued(seq uint64, call Call, m Message, pr parsedReply) {
 	if m.Kind != ReplyMessage || call.Status != Pending {
 		return
 	}
-	if r, err := ParseReply(m.Raw); err == nil && r.Outcome == Completion && r.Key == call.Key {
+	if r, err := pr.reply, pr.err; err == nil && r.Outcome == Completion && r.Key == call.Key {
 		x.mark(seq, 1, 0)
 	}
 }

@@ -170,6 +170,11 @@ type Delivery struct {
 //     string";
 //   - accepted, a first deadline, a repeated one: what it did to the call.
 func Explain(c Call, m Message) Delivery {
+	return explain(c, m, parseNow(m))
+}
+
+// explain is Explain with m's reply already decoded (pr).
+func explain(c Call, m Message, pr parsedReply) Delivery {
 	if m.Kind == DeadlineMessage {
 		d := Delivery{Update: Expire(c, m.Key), Kind: KindDeadline}
 		switch {
@@ -185,7 +190,7 @@ func Explain(c Call, m Message) Delivery {
 		}
 		return d
 	}
-	r, err := ParseReply(m.Raw)
+	r, err := pr.reply, pr.err
 	if err != nil {
 		d := Delivery{Update: Update{Call: c, Notice: err.Error()}, Kind: KindMalformedJSON}
 		if errors.Is(err, ErrInvalidJSON) {

@@ -200,11 +200,15 @@ type Event struct {
 // Lab is one student's lab session: the current call, the run counter, the
 // held queue and the receipts. Its zero value is not ready; use NewLab.
 type Lab struct {
-	seq       uint64
-	runs      int
-	call      Call
-	notice    string
-	queue     []Message // by ID: queue[i].ID == i+1
+	seq    uint64
+	runs   int
+	call   Call
+	notice string
+	queue  []Message // by ID: queue[i].ID == i+1
+	// parsed is, by ID like queue, each held message's reply decoded when
+	// it was queued, so that a delivery does not decode it again; a reply
+	// over parseKeptBytes is not kept (kept false) and is decoded again.
+	parsed    []parsedReply
 	heldBytes int
 	receipts  []Receipt
 	name      string
@@ -358,6 +362,7 @@ func (l *Lab) commit(c change) {
 	l.exercise, l.draft = c.exercise, c.draft
 	if c.queued.ID != 0 {
 		l.queue = append(l.queue, c.queued)
+		l.parsed = append(l.parsed, c.parsed)
 		l.delivered = append(l.delivered, false)
 		l.waiting++
 		l.heldBytes += len(c.queued.Raw)
@@ -432,9 +437,10 @@ type change struct {
 	accepted int
 	name     string
 	exercise Exercise
-	draft    string  // Draft(call.Key), worked out once per run
-	queued   Message // appended to the queue when its ID is not 0
-	receipt  Receipt // appended to the receipts when its Message is not 0
+	draft    string      // Draft(call.Key), worked out once per run
+	queued   Message     // appended to the queue when its ID is not 0
+	parsed   parsedReply // queued's reply, decoded, kept when short (Lab.parsed)
+	receipt  Receipt     // appended to the receipts when its Message is not 0
 }
 
 func (l *Lab) next(e Event) (change, error) {
@@ -454,12 +460,16 @@ func (l *Lab) next(e Event) (change, error) {
 		}
 		m := e.Message
 		m.Number = l.nextNumber(m.From)
+		pr := parseNow(m)
 		c.queued = m
+		if len(m.Raw) <= parseKeptBytes {
+			c.parsed = pr
+		}
 		if e.Kind == MessageQueued && e.By == Student {
-			c.exercise.queued(seq, c.call, m)
+			c.exercise.queued(seq, c.call, m, pr)
 		}
 		if e.Kind == MessageInjected && e.Deliver {
-			c.deliver(seq, m, e.By, NoPrediction)
+			c.deliver(seq, m, pr, e.By, NoPrediction)
 		}
 	case MessageDelivered:
 		m, ok := l.Message(e.Message.ID)
@@ -469,7 +479,7 @@ func (l *Lab) next(e Event) (change, error) {
 		if e.Prediction >= numPredictions {
 			return change{}, fmt.Errorf("%w %d", ErrUnknownPrediction, e.Prediction)
 		}
-		c.deliver(seq, m, e.By, e.Prediction)
+		c.deliver(seq, m, l.parsed[m.ID-1], e.By, e.Prediction)
 	case Renamed:
 		c.name = e.Name
 	default:
@@ -480,8 +490,11 @@ func (l *Lab) next(e Event) (change, error) {
 
 // deliver applies m to the current call and records the receipt; the first
 // final reply of a run remembers which message brought it.
-func (c *change) deliver(seq uint64, m Message, by Actor, p Prediction) {
-	d := Explain(c.call, m)
+func (c *change) deliver(seq uint64, m Message, pr parsedReply, by Actor, p Prediction) {
+	if !pr.kept {
+		pr = parseNow(m)
+	}
+	d := explain(c.call, m, pr)
 	if !c.call.Status.Final() && d.Call.Status.Final() {
 		c.accepted = m.ID
 	}

@@ -295,3 +295,47 @@ func TestWaiting(t *testing.T) {
 		}
 	}
 }
+
+// TestDeliveriesDecodeAsReceive: a delivery does what Receive does with the
+// message's text on the call current at delivery, whichever message it is,
+// however often it is delivered and whether the session kept the reply
+// decoded (up to parseKeptBytes) or decodes it again (longer ones); and
+// queueing a long completion for the pending call ticks step 1 as a short
+// one does.
+func TestDeliveriesDecodeAsReceive(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", parseKeptBytes)
+	raws := []string{
+		reply("run-1", "completed", "output", "short"),
+		reply("run-1", "completed", "output", long),
+		reply("run-1", "rejected", "reason", long),
+		`{"runId":"run-1"` + strings.Repeat(" ", parseKeptBytes) + `}`,
+		"{",
+		`{"runId":"run-2","callId":"lookup","kind":"completed","output":"` + long + `"}`,
+		reply("run-2", "rejected", "reason", "no"),
+	}
+	for _, first := range []int{0, 1} {
+		l := NewLab()
+		do(t, l, Command{Kind: QueueReply, Raw: raws[first]})
+		if !l.Exercise().IsDone(1) {
+			t.Fatalf("queueing reply %d (%d bytes) for the pending call did not tick step 1", first, len(raws[first]))
+		}
+		for _, raw := range raws {
+			do(t, l, Command{Kind: QueueReply, Raw: raw})
+		}
+		// Each message in turn, some twice, a new run in the middle.
+		order := []int{2, 3, 3, 1, 5, 7, 0, 6, 8, 2, 4}
+		for i, id := range order {
+			if id == 0 {
+				do(t, l, Command{Kind: StartRun})
+				continue
+			}
+			m, _ := l.Message(id)
+			want := Receive(l.Call(), m.Raw)
+			do(t, l, Command{Kind: Deliver, Message: id})
+			if got := l.Call(); got != want.Call || l.View().Notice != want.Notice {
+				t.Fatalf("delivery %d (message %d, %d bytes): %+v %q, want %+v %q", i, id, len(m.Raw), got, l.View().Notice, want.Call, want.Notice)
+			}
+		}
+	}
+}
