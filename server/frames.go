@@ -179,6 +179,8 @@ type stateEncoder struct {
 	held, received  int    // entries encoded so far
 	head            []byte // scratch: what goes before queue
 	prefix          []byte // the frame's start, up to its seq: the same in every frame
+	call            []byte // the call and the notice, encoded from callOf
+	callOf          callKey
 	draft           []byte // draftOf encoded: it changes only with a new run
 	draftOf         string
 	tail            []byte // what goes after receipts, encoded from tailOf
@@ -247,16 +249,21 @@ func (e *stateEncoder) frame(l *model.Lab) (*sharedFrame, model.LabView) {
 	}
 	h := append(e.head[:0], e.prefix...)
 	h = strconv.AppendUint(h, v.Seq, 10)
-	h = append(h, `,"call":{"runId":`...)
-	h = jsjson.AppendString(h, v.Call.RunID)
-	h = append(h, `,"callId":`...)
-	h = jsjson.AppendString(h, v.Call.CallID)
-	h = append(h, `,"status":`...)
-	h = jsjson.AppendString(h, v.Call.Status)
-	h = append(h, `,"detail":`...)
-	h = jsjson.AppendString(h, v.Call.Detail)
-	h = append(h, `},"notice":`...)
-	h = jsjson.AppendString(h, v.Notice)
+	// Queueing changes neither the call nor the notice, nor does a
+	// delivery that is ignored twice in a row.
+	if k := (callKey{v.Call, v.Notice}); k != e.callOf || e.call == nil {
+		c := append(e.call[:0], `,"call":{"runId":`...)
+		c = jsjson.AppendString(c, v.Call.RunID)
+		c = append(c, `,"callId":`...)
+		c = jsjson.AppendString(c, v.Call.CallID)
+		c = append(c, `,"status":`...)
+		c = jsjson.AppendString(c, v.Call.Status)
+		c = append(c, `,"detail":`...)
+		c = jsjson.AppendString(c, v.Call.Detail)
+		c = append(c, `},"notice":`...)
+		e.call, e.callOf = jsjson.AppendString(c, v.Notice), k
+	}
+	h = append(h, e.call...)
 	h = append(h, `,"draft":`...)
 	// A draft is JSON in a string, an escape every few bytes, and the
 	// same string (the model keeps it per run) until the next run.
@@ -285,6 +292,12 @@ func (e *stateEncoder) frame(l *model.Lab) (*sharedFrame, model.LabView) {
 	b = append(b, e.receipts...)
 	f.data = append(b, t...)
 	return f, v
+}
+
+// callKey is what a state frame's call and notice are encoded from.
+type callKey struct {
+	call   model.CallView
+	notice string
 }
 
 // tailKey is everything a state frame's tail is encoded from.
