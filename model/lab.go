@@ -29,7 +29,7 @@ func (a Actor) String() string {
 type MessageKind uint8
 
 const (
-	ReplyMessage    MessageKind = iota // a raw reply string, parsed only when delivered
+	ReplyMessage    MessageKind = iota // a raw reply string, kept as-is; only a delivery acts on what it says
 	DeadlineMessage                    // a deadline observation for the identity captured when queued
 )
 
