@@ -180,8 +180,8 @@ func (l *Lab) heldStaleCompletion() (string, bool) {
 		if m.Kind != ReplyMessage {
 			continue
 		}
-		r, err := ParseReply(m.Raw)
-		if err == nil && r.Outcome == Completion && r.Key.CallID == CallID && r.Key.RunID != l.call.Key.RunID {
+		pr := l.decoded(m.ID)
+		if r, err := pr.reply, pr.err; err == nil && r.Outcome == Completion && r.Key.CallID == CallID && r.Key.RunID != l.call.Key.RunID {
 			return m.Raw, true
 		}
 	}

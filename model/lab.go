@@ -240,6 +240,15 @@ func runID(n int) string { return "run-" + strconv.Itoa(n) }
 // Seq counts the changes applied; it only grows.
 func (l *Lab) Seq() uint64 { return l.seq }
 
+// decoded returns held message id's reply decoded: as kept when it was
+// queued, or decoded again (a reply over parseKeptBytes).
+func (l *Lab) decoded(id int) parsedReply {
+	if pr := l.parsed[id-1]; pr.kept {
+		return pr
+	}
+	return parseNow(l.queue[id-1])
+}
+
 // Message returns held message id.
 func (l *Lab) Message(id int) (Message, bool) {
 	if id < 1 || id > len(l.queue) {
@@ -479,7 +488,7 @@ func (l *Lab) next(e Event) (change, error) {
 		if e.Prediction >= numPredictions {
 			return change{}, fmt.Errorf("%w %d", ErrUnknownPrediction, e.Prediction)
 		}
-		c.deliver(seq, m, l.parsed[m.ID-1], e.By, e.Prediction)
+		c.deliver(seq, m, l.decoded(m.ID), e.By, e.Prediction)
 	case Renamed:
 		c.name = e.Name
 	default:
@@ -491,9 +500,6 @@ func (l *Lab) next(e Event) (change, error) {
 // deliver applies m to the current call and records the receipt; the first
 // final reply of a run remembers which message brought it.
 func (c *change) deliver(seq uint64, m Message, pr parsedReply, by Actor, p Prediction) {
-	if !pr.kept {
-		pr = parseNow(m)
-	}
 	d := explain(c.call, m, pr)
 	if !c.call.Status.Final() && d.Call.Status.Final() {
 		c.accepted = m.ID

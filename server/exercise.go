@@ -102,8 +102,10 @@ type stepClock struct {
 	// nil before the first receipt.
 	tally *model.PredictionTally
 	// done is the last progress's Steps, which the overview's rows share
-	// read-only: a new slice only when the steps done change.
-	done []int
+	// read-only: a new slice only when the steps done change, that is
+	// when the exercise's DoneAt (doneAt, as of done) does.
+	done   []int
+	doneAt [model.NumSteps]uint64
 }
 
 // steps records the steps that the event with seq, stored at at, has just
@@ -147,31 +149,14 @@ func (c *stepClock) progress(v model.LabView) progress {
 			since = t
 		}
 	}
-	if !c.sameDone(v.Exercise) {
-		c.done = v.Exercise.Done()
+	if c.done == nil || v.Exercise.DoneAt != c.doneAt {
+		c.done, c.doneAt = v.Exercise.Done(), v.Exercise.DoneAt
 	}
 	return progress{
 		Steps: c.done, Current: v.Exercise.Current(), CurrentSince: since,
 		Predictions: predictionCount{Made: v.Predicted, Right: v.Right},
 		tally:       c.tally,
 	}
-}
-
-// sameDone reports whether c.done lists x's steps done.
-func (c *stepClock) sameDone(x model.Exercise) bool {
-	if c.done == nil {
-		return false
-	}
-	n := 0
-	for s := 1; s <= model.NumSteps; s++ {
-		if x.IsDone(s) {
-			if n == len(c.done) || c.done[n] != s {
-				return false
-			}
-			n++
-		}
-	}
-	return n == len(c.done)
 }
 
 // stuckAt says whether a session with progress p is stuck at now: a step

@@ -174,7 +174,6 @@ func predictField(v jsjson.Value) (model.Prediction, error) {
 // never change once added, so it keeps them encoded and encodes only what a
 // change adds: a frame costs its header and one copy, not the whole state.
 type stateEncoder struct {
-	session         string
 	queue, receipts []byte // encoded entries, comma-separated
 	held, received  int    // entries encoded so far
 	head            []byte // scratch: what goes before queue
@@ -189,6 +188,13 @@ type stateEncoder struct {
 	// predictionsRequired is the session's class setting as of this
 	// frame; the drainer sets it before encoding.
 	predictionsRequired bool
+}
+
+// newStateEncoder returns the encoder of session's frames, which take
+// their buffers from pool.
+func newStateEncoder(session string, pool *framePool) stateEncoder {
+	prefix := jsjson.AppendString([]byte(`{"type":"state","session":`), session)
+	return stateEncoder{prefix: append(prefix, `,"seq":`...), pool: pool}
 }
 
 // frame encodes the state of l, which must be the same session as at every
@@ -243,10 +249,6 @@ func (e *stateEncoder) frame(l *model.Lab) (*sharedFrame, model.LabView) {
 	// The parts around queue and receipts go to scratch space first, so the
 	// frame's buffer is taken once, big enough: growing it as it was
 	// written cost a second allocation and copy of the whole frame.
-	if e.prefix == nil {
-		e.prefix = append([]byte(`{"type":"state","session":`), jsjson.AppendString(nil, e.session)...)
-		e.prefix = append(e.prefix, `,"seq":`...)
-	}
 	h := append(e.head[:0], e.prefix...)
 	h = strconv.AppendUint(h, v.Seq, 10)
 	// Queueing changes neither the call nor the notice, nor does a

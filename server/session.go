@@ -114,7 +114,7 @@ func newSession(id string, cfg *Config, m *metrics, frames *framePool, changed f
 		stuckAfter:   cfg.StuckAfter,
 		caps:         eventCaps{runs: cfg.MaxRuns, renames: cfg.MaxRenames, events: cfg.MaxEvents},
 		conns:        make(map[*conn]struct{}), watchers: make(map[*conn]struct{}),
-		lab: model.NewLab(), enc: stateEncoder{session: id, pool: frames}, lastActive: now, lastOwn: now,
+		lab: model.NewLab(), enc: newStateEncoder(id, frames), lastActive: now, lastOwn: now,
 		clock: stepClock{began: now.UTC().Truncate(time.Millisecond)},
 	}
 	frame, v := s.enc.frame(s.lab)

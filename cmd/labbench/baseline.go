@@ -147,12 +147,17 @@ func appendBaselineFrame(b []byte, session string, seq uint64, fixed bool) []byt
 	if !fixed {
 		return appendStateSized(b, session, seq)
 	}
+	b = appendFrameStart(b, session, seq)
+	b = append(b, baselineHead...)
+	return append(b, baselineTail...)
+}
+
+// appendFrameStart appends a state frame's start, up to its seq.
+func appendFrameStart(b []byte, session string, seq uint64) []byte {
 	b = append(b, `{"type":"state","session":"`...)
 	b = append(b, session...)
 	b = append(b, `","seq":`...)
-	b = strconv.AppendUint(b, seq, 10)
-	b = append(b, baselineHead...)
-	return append(b, baselineTail...)
+	return strconv.AppendUint(b, seq, 10)
 }
 
 // appendStateSized appends a frame as big as the lab's state frame at seq
@@ -165,10 +170,7 @@ func appendStateSized(b []byte, session string, seq uint64) []byte {
 	ops := seq - pre
 	queued := min(pre+(ops+2)/3, uint64(len(sizedParts.queueEnd)))
 	delivered := min((ops+1)/3, uint64(len(sizedParts.receiptsEnd)))
-	b = append(b, `{"type":"state","session":"`...)
-	b = append(b, session...)
-	b = append(b, `","seq":`...)
-	b = strconv.AppendUint(b, seq, 10)
+	b = appendFrameStart(b, session, seq)
 	b = append(b, sizedHead...)
 	if queued > 0 {
 		b = append(b, sizedParts.queue[:sizedParts.queueEnd[queued-1]]...)
