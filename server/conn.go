@@ -68,6 +68,10 @@ type conn struct {
 	writeStart atomic.Int64
 	watchArmed atomic.Bool
 	writeTimer atomic.Pointer[time.Timer] // made by the first write
+	// slowCounted: the connection is in lab_slow_connection_closes_total.
+	// A connection over its byte budget while a write to it is blocked
+	// then runs into the write timeout too: one slow close (countSlow).
+	slowCounted atomic.Bool
 
 	mu     sync.Mutex
 	outbox []outFrame
@@ -136,7 +140,7 @@ func (c *conn) queueState(f outFrame) {
 func (c *conn) enqueue(f outFrame) bool {
 	n := int64(len(f.data))
 	if c.queued+n > c.budget || !c.total.take(n) {
-		c.metrics.slowCloses.Inc()
+		c.countSlow()
 		c.closeWith = &closeTooSlow
 		c.dropOutbox()
 		return false
@@ -147,6 +151,14 @@ func (c *conn) enqueue(f outFrame) bool {
 	}
 	c.outbox = append(c.outbox, f)
 	return true
+}
+
+// countSlow counts the connection as closed for being too slow, once
+// however many of its limits it runs into.
+func (c *conn) countSlow() {
+	if c.slowCounted.CompareAndSwap(false, true) {
+		c.metrics.slowCloses.Inc()
+	}
 }
 
 // unqueue gives back the bytes of a frame written or dropped. Called with
@@ -252,7 +264,7 @@ func (c *conn) flush(inline bool) {
 		c.mu.Unlock()
 		if why != nil {
 			if why == &closeTooManyRefusals {
-				c.metrics.slowCloses.Inc()
+				c.countSlow()
 			}
 			c.close(*why)
 			c.finish()
@@ -303,7 +315,7 @@ func (c *conn) write(frame []byte, typ string) bool {
 	err := c.ws.Write(context.Background(), websocket.MessageText, frame)
 	if c.writeStart.Swap(0) == writeTimedOut {
 		// The watchdog closed the connection: this write, or the next, fails.
-		c.metrics.slowCloses.Inc()
+		c.countSlow()
 		c.log.Info("closing a connection that stopped reading", "timeout", c.writeTimeout)
 		err = errWriteTimeout
 	}

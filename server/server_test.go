@@ -407,7 +407,8 @@ func TestStuckConnection(t *testing.T) {
 	t.Parallel()
 	// The active tab sends 56 frames at once: more than the default frame
 	// burst, which this test is not about.
-	_, ts := runLab(t, server.Config{WriteTimeout: 300 * time.Millisecond, FrameBurst: 1000})
+	const writeTimeout = time.Second // the active tab reads a 1 MB frame within it, even on a busy machine
+	lab, ts := runLab(t, server.Config{WriteTimeout: writeTimeout, FrameBurst: 1000})
 	id := newID()
 	stuck, _ := dial(t, ts, id)
 	active, _ := dial(t, ts, id)
@@ -430,15 +431,20 @@ func TestStuckConnection(t *testing.T) {
 	if f := active.do(`{"type":"start"}`); f.Seq != 57 {
 		t.Fatalf("seq %d, want 57", f.Seq)
 	}
-	// The server closes the stuck connection by itself. Wait for that
-	// without reading from it: reading would unblock the server's write and
-	// let the connection recover.
-	for !strings.Contains(body(t, get(t, ts, "/metrics")), "lab_slow_connection_closes_total 1\n") {
+	// The server closes the stuck connection by itself: over its byte
+	// budget, or at the write timeout. Wait for that without reading from
+	// it: reading would unblock the server's write and let the connection
+	// recover.
+	const slowCloses = "lab_slow_connection_closes_total"
+	for metricValue(t, lab, slowCloses) == 0 {
 		if ctx.Err() != nil {
 			t.Fatal("the stuck connection was never closed")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// Closed over its budget, it still has a write blocked, which runs
+	// into the write timeout too: that is the same slow connection.
+	time.Sleep(2 * writeTimeout)
 	// Its buffered frames end in an error, not in a wait.
 	var err error
 	for err == nil {
@@ -446,5 +452,8 @@ func TestStuckConnection(t *testing.T) {
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		t.Fatal("the stuck connection stayed open")
+	}
+	if n := metricValue(t, lab, slowCloses); n != 1 {
+		t.Fatalf("%s %v, want 1: one slow connection, counted once", slowCloses, n)
 	}
 }
