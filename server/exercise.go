@@ -25,8 +25,7 @@ import (
 //
 // parts has one list per step, one boolean per part (docs/exercise.md);
 // predictionsRequired is the class setting (docs/classes.md).
-func appendExercise(b []byte, v model.LabView, predictionsRequired bool) []byte {
-	x := v.Exercise
+func appendExercise(b []byte, x model.Exercise, predicted, right int, predictionsRequired bool) []byte {
 	b = append(b, `,"exercise":{"done":[`...)
 	first := true
 	for s := 1; s <= model.NumSteps; s++ {
@@ -59,9 +58,9 @@ func appendExercise(b []byte, v model.LabView, predictionsRequired bool) []byte 
 	b = append(b, `],"predictionsRequired":`...)
 	b = strconv.AppendBool(b, predictionsRequired)
 	b = append(b, `},"predictions":{"made":`...)
-	b = strconv.AppendInt(b, int64(v.Predicted), 10)
+	b = strconv.AppendInt(b, int64(predicted), 10)
 	b = append(b, `,"right":`...)
-	b = strconv.AppendInt(b, int64(v.Right), 10)
+	b = strconv.AppendInt(b, int64(right), 10)
 	return append(b, '}')
 }
 

@@ -178,13 +178,14 @@ type stateEncoder struct {
 	held, received  int    // entries encoded so far
 	head            []byte // scratch: what goes before queue
 	prefix          []byte // the frame's start, up to its seq: the same in every frame
-	call            []byte // the call and the notice, encoded from callOf
-	callOf          callKey
-	draft           []byte // draftOf encoded: it changes only with a new run
-	draftOf         string
-	tail            []byte // what goes after receipts, encoded from tailOf
-	tailOf          tailKey
-	pool            *framePool
+	// The parts that change with only some changes, each encoded again
+	// only when what it is encoded from does: queueing changes neither the
+	// call nor the notice; the draft changes with a new run; the tail
+	// (after receipts) with a step, a prediction, a rename or a setting.
+	call  encodedPart[callKey]
+	draft encodedPart[string]
+	tail  encodedPart[tailKey]
+	pool  *framePool
 	// predictionsRequired is the session's class setting as of this
 	// frame; the drainer sets it before encoding.
 	predictionsRequired bool
@@ -251,39 +252,11 @@ func (e *stateEncoder) frame(l *model.Lab) (*sharedFrame, model.LabView) {
 	// written cost a second allocation and copy of the whole frame.
 	h := append(e.head[:0], e.prefix...)
 	h = strconv.AppendUint(h, v.Seq, 10)
-	// Queueing changes neither the call nor the notice, nor does a
-	// delivery that is ignored twice in a row.
-	if k := (callKey{v.Call, v.Notice}); k != e.callOf || e.call == nil {
-		c := append(e.call[:0], `,"call":{"runId":`...)
-		c = jsjson.AppendString(c, v.Call.RunID)
-		c = append(c, `,"callId":`...)
-		c = jsjson.AppendString(c, v.Call.CallID)
-		c = append(c, `,"status":`...)
-		c = jsjson.AppendString(c, v.Call.Status)
-		c = append(c, `,"detail":`...)
-		c = jsjson.AppendString(c, v.Call.Detail)
-		c = append(c, `},"notice":`...)
-		e.call, e.callOf = jsjson.AppendString(c, v.Notice), k
-	}
-	h = append(h, e.call...)
+	h = append(h, e.call.of(callKey{v.Call, v.Notice}, appendCall)...)
 	h = append(h, `,"draft":`...)
-	// A draft is JSON in a string, an escape every few bytes, and the
-	// same string (the model keeps it per run) until the next run.
-	if v.Draft != e.draftOf || e.draft == nil {
-		e.draft, e.draftOf = jsjson.AppendString(e.draft[:0], v.Draft), v.Draft
-	}
-	h = append(h, e.draft...)
+	h = append(h, e.draft.of(v.Draft, jsjson.AppendString)...)
 	h = append(h, `,"queue":[`...)
-	// The tail changes only with a step, a prediction, a rename or a
-	// setting, so most frames reuse it. (A new session's key is the zero
-	// key, hence the nil check for the first frame.)
-	if k := (tailKey{v.Name, v.Exercise, e.predictionsRequired, v.Predicted, v.Right}); k != e.tailOf || e.tail == nil {
-		t := append(e.tail[:0], `],"name":`...)
-		t = jsjson.AppendString(t, v.Name)
-		t = appendExercise(t, v, e.predictionsRequired)
-		e.tail, e.tailOf = append(t, '}'), k
-	}
-	t := e.tail
+	t := e.tail.of(tailKey{v.Name, v.Exercise, e.predictionsRequired, v.Predicted, v.Right}, appendTail)
 	e.head = h
 
 	const between = `],"receipts":[`
@@ -296,10 +269,41 @@ func (e *stateEncoder) frame(l *model.Lab) (*sharedFrame, model.LabView) {
 	return f, v
 }
 
+// encodedPart is a part of a state frame kept encoded, with what it was
+// encoded from.
+type encodedPart[K comparable] struct {
+	b    []byte
+	from K
+	made bool // b holds from encoded (a new session's key is K's zero)
+}
+
+// of returns the part encoded from k, encoding it with appendPart only
+// when k is not what the part was last encoded from.
+func (p *encodedPart[K]) of(k K, appendPart func([]byte, K) []byte) []byte {
+	if !p.made || k != p.from {
+		p.b, p.from, p.made = appendPart(p.b[:0], k), k, true
+	}
+	return p.b
+}
+
 // callKey is what a state frame's call and notice are encoded from.
 type callKey struct {
 	call   model.CallView
 	notice string
+}
+
+// appendCall appends a state frame's call and notice.
+func appendCall(b []byte, k callKey) []byte {
+	b = append(b, `,"call":{"runId":`...)
+	b = jsjson.AppendString(b, k.call.RunID)
+	b = append(b, `,"callId":`...)
+	b = jsjson.AppendString(b, k.call.CallID)
+	b = append(b, `,"status":`...)
+	b = jsjson.AppendString(b, k.call.Status)
+	b = append(b, `,"detail":`...)
+	b = jsjson.AppendString(b, k.call.Detail)
+	b = append(b, `},"notice":`...)
+	return jsjson.AppendString(b, k.notice)
 }
 
 // tailKey is everything a state frame's tail is encoded from.
@@ -308,6 +312,14 @@ type tailKey struct {
 	exercise            model.Exercise
 	predictionsRequired bool
 	predicted, right    int
+}
+
+// appendTail appends what follows a state frame's receipts.
+func appendTail(b []byte, k tailKey) []byte {
+	b = append(b, `],"name":`...)
+	b = jsjson.AppendString(b, k.name)
+	b = appendExercise(b, k.exercise, k.predicted, k.right, k.predictionsRequired)
+	return append(b, '}')
 }
 
 // errorFrame tells a client why its frame was refused: the sentence for
