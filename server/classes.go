@@ -530,9 +530,7 @@ func (s *Server) closeTabs(sessions []*session) {
 	var open []*conn
 	for _, sess := range sessions {
 		sess.mu.Lock()
-		for c := range sess.conns {
-			open = append(open, c)
-		}
+		open = append(open, sess.conns...)
 		sess.mu.Unlock()
 	}
 	s.mu.Lock()

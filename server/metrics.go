@@ -6,6 +6,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/toolcall-lab/lab/model"
 )
 
 // metrics are the server's Prometheus metrics, in a registry of its own so
@@ -25,15 +27,33 @@ type metrics struct {
 	seqConflicts   prometheus.Counter
 	replicaEvents  prometheus.Counter
 
-	// The frame counters of every known type, resolved once: looking a
-	// label up on every frame cost 1.4 % of the server's CPU. Read-only
-	// after newMetrics.
+	// The counters of every known frame type and delivery notice, resolved
+	// once: looking a label up on every frame cost 1.4 % of the server's
+	// CPU. Read-only after newMetrics.
 	framesInBy                   map[string]prometheus.Counter
 	framesOutState, framesOutErr prometheus.Counter
+	deliveriesBy                 map[string]prometheus.Counter // by notice
 }
 
 // frameTypesIn are the values of lab_frames_in_total's type label.
 var frameTypesIn = []string{"start", "queueReply", "queueDeadline", "deliver", "rename", "watch", "unwatch", "invalid"}
+
+// deliveryNotices are the notices a delivery can leave, the values of
+// lab_deliveries_total's notice label.
+var deliveryNotices = []string{
+	model.NoticeInvalidJSON, model.NoticeInvalidReply, model.NoticeReplyOtherCall, model.NoticeReplyAlreadyFinal,
+	model.NoticeAcceptedComplete, model.NoticeAcceptedReject, model.NoticeDeadlineOtherCall,
+	model.NoticeUnresolved, model.NoticeStillUnresolved, model.NoticeDeadlineFinal,
+}
+
+// delivered counts a delivery that left notice.
+func (m *metrics) delivered(notice string) {
+	if c, ok := m.deliveriesBy[notice]; ok {
+		c.Inc()
+		return
+	}
+	m.deliveries.WithLabelValues(notice).Inc()
+}
 
 // frameIn counts a received frame of type typ.
 func (m *metrics) frameIn(typ string) {
@@ -87,6 +107,10 @@ func newMetrics(sessions func() float64) *metrics {
 		m.framesInBy[t] = m.framesIn.WithLabelValues(t)
 	}
 	m.framesOutState, m.framesOutErr = m.framesOut.WithLabelValues("state"), m.framesOut.WithLabelValues("error")
+	m.deliveriesBy = make(map[string]prometheus.Counter, len(deliveryNotices))
+	for _, n := range deliveryNotices {
+		m.deliveriesBy[n] = m.deliveries.WithLabelValues(n)
+	}
 	m.registry.MustRegister(
 		m.connections, m.framesIn, m.framesOut, m.refused, m.deliveries, m.injections,
 		m.appendLatency, m.slowCloses, m.connectRefused, m.seqConflicts, m.replicaEvents,

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolcall-lab/lab/model"
@@ -77,7 +78,10 @@ func (s *Server) rows() []sessionRow {
 // sessions, or the open lab's). When nothing changes, nothing is sent and
 // no goroutine waits.
 //
-// Ownership: mu guards conns, timer, last and stopped. flushing serializes
+// Ownership: mu guards conns, timer, last and stopped; quiet mirrors them
+// (no connection, a flush pending, or stopped: a mark has nothing to do),
+// so that a change marks without the lock while no one watches, since
+// every session's changes would otherwise contend for it. flushing serializes
 // building and handing out tables, so every connection gets them in the
 // order they were built. A flush runs in the timer's goroutine, which ends
 // with it; flushes counts the scheduled and running ones, so that stop
@@ -95,10 +99,13 @@ type overview struct {
 	timer   *time.Timer      // a pending flush, nil when none
 	last    time.Time        // when the last flush began
 	stopped bool
+	quiet   atomic.Bool // set under mu by setQuiet
 }
 
 func newOverview(rows func(scope string) []sessionRow, summary func([]sessionRow) classSummary) *overview {
-	return &overview{rows: rows, summary: summary, conns: make(map[*conn]string)}
+	o := &overview{rows: rows, summary: summary, conns: make(map[*conn]string)}
+	o.quiet.Store(true) // no connection yet
+	return o
 }
 
 // frame builds an overview frame of one scope's rows as they are now.
@@ -107,8 +114,13 @@ func (o *overview) frame(scope string) []byte {
 	return overviewFrame(rows, o.summary(rows))
 }
 
-// mark says that a row may have changed.
+// mark says that a row may have changed. A row changes before its mark
+// reads quiet, and a flush or subscribe clears quiet before it reads rows,
+// so a change a quiet mark skips is in the table they read.
 func (o *overview) mark() {
+	if o.quiet.Load() {
+		return
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.timer != nil || o.stopped || len(o.conns) == 0 {
@@ -116,6 +128,13 @@ func (o *overview) mark() {
 	}
 	o.flushes.Add(1)
 	o.timer = time.AfterFunc(max(0, overviewInterval-time.Since(o.last)), o.flush)
+	o.setQuiet()
+}
+
+// setQuiet updates quiet. Called with mu held, after any change to conns,
+// timer or stopped.
+func (o *overview) setQuiet() {
+	o.quiet.Store(o.timer != nil || o.stopped || len(o.conns) == 0)
 }
 
 func (o *overview) flush() {
@@ -124,6 +143,7 @@ func (o *overview) flush() {
 	defer o.flushing.Unlock()
 	o.mu.Lock()
 	o.timer = nil
+	o.setQuiet()
 	o.last = time.Now()
 	conns := make(map[*conn]string, len(o.conns))
 	for c, scope := range o.conns {
@@ -151,6 +171,7 @@ func (o *overview) subscribe(c *conn, scope string) {
 	defer o.flushing.Unlock()
 	o.mu.Lock()
 	o.conns[c] = scope
+	o.setQuiet()
 	o.mu.Unlock()
 	c.sendState(o.frame(scope))
 }
@@ -159,6 +180,7 @@ func (o *overview) unsubscribe(c *conn) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	delete(o.conns, c)
+	o.setQuiet()
 }
 
 // stop cancels a pending flush, refuses later ones and waits for one that
@@ -170,6 +192,7 @@ func (o *overview) stop() {
 		o.flushes.Done() // cancelled before it ran
 	}
 	o.timer = nil
+	o.setQuiet()
 	o.mu.Unlock()
 	o.flushes.Wait()
 }

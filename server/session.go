@@ -51,7 +51,7 @@ type session struct {
 	inbox    []pending
 	draining bool
 	heard    uint64             // the highest seq another replica told of; the drainer catches up to it
-	conns    map[*conn]struct{} // the student tabs
+	conns    []*conn            // the student tabs (every change ranges over them: a slice, not a map)
 	watchers map[*conn]struct{} // instructor connections watching this session
 	frame    *sharedFrame       // the encoded state as of the last change; the session holds a reference
 	row      sessionRow         // the overview's row, as of the last change
@@ -113,8 +113,8 @@ func newSession(id string, cfg *Config, m *metrics, frames *framePool, changed f
 		renameMember: func(string, string) error { return nil },
 		stuckAfter:   cfg.StuckAfter,
 		caps:         eventCaps{runs: cfg.MaxRuns, renames: cfg.MaxRenames, events: cfg.MaxEvents},
-		conns:        make(map[*conn]struct{}), watchers: make(map[*conn]struct{}),
-		lab: model.NewLab(), enc: newStateEncoder(id, frames), lastActive: now, lastOwn: now,
+		watchers:     make(map[*conn]struct{}),
+		lab:          model.NewLab(), enc: newStateEncoder(id, frames), lastActive: now, lastOwn: now,
 		clock: stepClock{began: now.UTC().Truncate(time.Millisecond)},
 	}
 	frame, v := s.enc.frame(s.lab)
@@ -128,7 +128,7 @@ func newSession(id string, cfg *Config, m *metrics, frames *framePool, changed f
 // that it sees every later frame after this one.
 func (s *session) subscribe(c *conn) {
 	s.mu.Lock()
-	s.conns[c] = struct{}{}
+	s.conns = append(s.conns, c)
 	c.sendShared(s.frame)
 	s.touchTabs()
 	s.mu.Unlock()
@@ -137,7 +137,9 @@ func (s *session) subscribe(c *conn) {
 
 func (s *session) unsubscribe(c *conn) {
 	s.mu.Lock()
-	delete(s.conns, c)
+	if i := slices.Index(s.conns, c); i >= 0 {
+		s.conns = slices.Delete(s.conns, i, i+1)
+	}
 	s.touchTabs()
 	s.mu.Unlock()
 	s.changed()
@@ -343,7 +345,7 @@ func (s *session) apply(p pending) {
 		}
 		delivered := ev.Kind == model.MessageDelivered || ev.Kind == model.MessageInjected && ev.Deliver
 		if delivered {
-			s.metrics.deliveries.WithLabelValues(notice).Inc()
+			s.metrics.delivered(notice)
 		}
 		if ev.Kind == model.MessageInjected {
 			s.metrics.injections.WithLabelValues(injectMode(ev.Deliver)).Inc()
@@ -419,7 +421,7 @@ func (s *session) publish(ev model.Event, notice string, now time.Time) {
 	s.row.progress = prog
 	s.row.Tabs = len(s.conns)
 	s.timeline.add(entry)
-	for c := range s.conns {
+	for _, c := range s.conns {
 		c.sendShared(frame)
 	}
 	if len(s.watchers) > 0 {
@@ -454,7 +456,7 @@ func (s *session) republish() {
 	defer s.mu.Unlock()
 	s.frame.release() // the outboxes hold their own references
 	s.frame = frame
-	for c := range s.conns {
+	for _, c := range s.conns {
 		c.sendShared(frame)
 	}
 	for c := range s.watchers {

@@ -23,8 +23,38 @@ type Memory struct {
 }
 
 type memSession struct {
-	info    Session
-	records []Record
+	info Session
+	// chunks hold the records in seq order, each chunk filled before the
+	// next is made, twice as big up to maxMemChunk: an append never copies
+	// the records before it, as a growing slice did at every doubling.
+	chunks [][]Record
+	n      int // records in all chunks
+}
+
+// maxMemChunk bounds a memSession chunk's records.
+const maxMemChunk = 256
+
+func (s *memSession) add(r Record) {
+	if k := len(s.chunks); k == 0 || len(s.chunks[k-1]) == cap(s.chunks[k-1]) {
+		s.chunks = append(s.chunks, make([]Record, 0, min(8<<k, maxMemChunk)))
+	}
+	last := &s.chunks[len(s.chunks)-1]
+	*last = append(*last, r)
+	s.n++
+}
+
+// after returns a copy of the records after the first n.
+func (s *memSession) after(n int) []Record {
+	out := make([]Record, 0, s.n-n)
+	for _, c := range s.chunks {
+		if n >= len(c) {
+			n -= len(c)
+			continue
+		}
+		out = append(out, c[n:]...)
+		n = 0
+	}
+	return out
 }
 
 // NewMemory returns an empty in-memory store.
@@ -45,13 +75,13 @@ func (m *Memory) Append(_ context.Context, r Record) error {
 		s = &memSession{info: Session{ID: r.Session, Created: r.Time}}
 		m.sessions[r.Session] = s
 	}
-	if want := uint64(len(s.records)) + 1; r.Seq != want {
+	if want := uint64(s.n) + 1; r.Seq != want {
 		if r.Seq < want {
 			return fmt.Errorf("appending to session %s seq %d: %w", r.Session, r.Seq, ErrSeqTaken)
 		}
 		return fmt.Errorf("appending to session %s: seq %d, want %d", r.Session, r.Seq, want)
 	}
-	s.records = append(s.records, r)
+	s.add(r)
 	s.info.LastActive = r.Time
 	if r.Event.Kind == model.Renamed {
 		s.info.Name = r.Event.Name
@@ -93,8 +123,8 @@ func (m *Memory) EventsAfter(_ context.Context, id string, after uint64) ([]Reco
 	if m.closed {
 		return nil, ErrClosed
 	}
-	if s := m.sessions[id]; s != nil && after < uint64(len(s.records)) {
-		return slices.Clone(s.records[after:]), nil
+	if s := m.sessions[id]; s != nil && after < uint64(s.n) {
+		return s.after(int(after)), nil
 	}
 	return nil, nil
 }

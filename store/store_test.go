@@ -145,6 +145,42 @@ func TestStores(t *testing.T) {
 	}
 }
 
+// TestStoresKeepLongSessions: a session of 700 records (the memory store
+// keeps them in chunks of 8, 16, … up to 256) reads back whole and from
+// every chunk's edges.
+func TestStoresKeepLongSessions(t *testing.T) {
+	t.Parallel()
+	for name, open := range implementations {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := open(t)
+			var recs []Record
+			for seq := uint64(1); seq <= 700; seq++ {
+				r := walkthrough("long", seq)
+				recs = append(recs, r)
+				if err := s.Append(ctx, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, after := range []uint64{0, 1, 7, 8, 9, 23, 24, 25, 120, 248, 249, 503, 504, 505, 699, 700} {
+				got, err := s.EventsAfter(ctx, "long", after)
+				if want := recs[after:]; err != nil || len(got) != len(want) || len(want) > 0 && !reflect.DeepEqual(got, want) {
+					t.Fatalf("EventsAfter(long, %d) = %v, %d records from seq %v, want %d", after, err, len(got), firstSeq(got), len(want))
+				}
+			}
+		})
+	}
+}
+
+// firstSeq is the seq of the first record, 0 if none.
+func firstSeq(recs []Record) uint64 {
+	if len(recs) == 0 {
+		return 0
+	}
+	return recs[0].Seq
+}
+
 func TestSQLiteReopens(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "lab.db")
