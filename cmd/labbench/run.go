@@ -243,6 +243,23 @@ func (b *bench) run(ctx context.Context, stdout io.Writer) error {
 				// stands for all; the baseline has no replicas.
 				order = slices.DeleteFunc(order, func(t target) bool { return t.name != b.labs[0] })
 			}
+			if sc == "throughput" {
+				// All at once, in turns (throughputTurns).
+				names := make([]string, len(order))
+				for i, t := range order {
+					names[i] = t.name
+				}
+				fmt.Fprintf(b.stderr, "rep %d/%d: %s on %s, in turns\n", rep+1, b.reps, sc, strings.Join(names, ", "))
+				ms, err := b.measureTogether(ctx, sc, order)
+				if err != nil {
+					return fmt.Errorf("%s: %w", sc, err)
+				}
+				for i, m := range ms {
+					fmt.Fprintf(b.stderr, "  %s: %s\n", names[i], m)
+					res.add(sc, names[i], m)
+				}
+				continue
+			}
 			for _, t := range order {
 				fmt.Fprintf(b.stderr, "rep %d/%d: %s on %s\n", rep+1, b.reps, sc, t.name)
 				m, err := b.measure(ctx, sc, t)
@@ -262,30 +279,63 @@ func (b *bench) run(ctx context.Context, stdout io.Writer) error {
 	return nil
 }
 
-// measure runs one scenario against a fresh server of kind t, so that
-// memory and CPU are that scenario's alone.
-func (b *bench) measure(ctx context.Context, sc string, t target) (m metrics, err error) {
+// launch starts a fresh server of kind t, in a fresh working dir if t
+// wants one; stop stops it and removes the dir.
+func launch(ctx context.Context, t target) (srv *server, stop func() error, err error) {
 	dir := ""
 	if t.freshDir {
 		// Under the temp dir, which is on the disk here (not tmpfs).
 		if dir, err = os.MkdirTemp("", "labbench-lab"); err != nil {
-			return nil, fmt.Errorf("making a working dir: %w", err)
+			return nil, nil, fmt.Errorf("making a working dir: %w", err)
 		}
-		defer os.RemoveAll(dir)
 	}
+	if srv, err = start(ctx, t.name, t.bin, dir, t.args, t.env); err != nil {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
+		return nil, nil, err
+	}
+	return srv, func() error {
+		err := srv.stop()
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
+		return err
+	}, nil
+}
+
+// measureTogether runs one scenario against fresh servers of every kind
+// in ts, all up at once (throughput, which takes turns); one metrics each.
+func (b *bench) measureTogether(ctx context.Context, sc string, ts []target) (ms []metrics, err error) {
+	var srvs []*server
+	for _, t := range ts {
+		srv, stop, err := launch(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		defer func() { err = errors.Join(err, stop()) }()
+		srvs = append(srvs, srv)
+	}
+	if sc != "throughput" {
+		return nil, fmt.Errorf("scenario %q does not take turns", sc)
+	}
+	return b.throughput(ctx, srvs)
+}
+
+// measure runs one scenario against a fresh server of kind t, so that
+// memory and CPU are that scenario's alone.
+func (b *bench) measure(ctx context.Context, sc string, t target) (m metrics, err error) {
 	if sc == "replicas" {
 		return b.replicas(ctx, t)
 	}
-	srv, err := start(ctx, t.name, t.bin, dir, t.args, t.env)
+	srv, stop, err := launch(ctx, t)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { err = errors.Join(err, srv.stop()) }()
+	defer func() { err = errors.Join(err, stop()) }()
 	switch sc {
 	case "rtt":
 		return b.rtt(ctx, srv)
-	case "throughput":
-		return b.throughput(ctx, srv)
 	case "idle":
 		return b.idleConns(ctx, srv)
 	case "class":

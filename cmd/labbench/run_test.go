@@ -94,6 +94,39 @@ func TestOps(t *testing.T) {
 	}
 }
 
+// TestLoopKeepsItsSession: a closed loop run in short turns moves to a
+// fresh session every rotateOps ops, as one run at a stretch does, not at
+// every turn; each op is one seq on its session.
+func TestLoopKeepsItsSession(t *testing.T) {
+	t.Parallel()
+	base := &baseline{sessions: map[string]*baseSession{}}
+	ts := httptest.NewServer(base.handler())
+	defer ts.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := &loopClient{srv: &server{name: "baseline", base: ts.URL}}
+	defer c.close()
+	var lat samples
+	ops, turns := 0, 0
+	for ; turns < 50 && (turns < 4 || ops < 2*rotateOps); turns++ {
+		until := time.Now().Add(2 * time.Millisecond)
+		n, err := c.run(ctx, until, until, &lat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops += n
+	}
+	base.mu.Lock()
+	defer base.mu.Unlock()
+	var seqs uint64
+	for _, s := range base.sessions {
+		seqs += s.seq
+	}
+	if want := (ops + rotateOps - 1) / rotateOps; len(base.sessions) != want || seqs != uint64(ops) {
+		t.Fatalf("%d ops in %d turns made %d sessions with %d seqs in all, want %d sessions", ops, turns, len(base.sessions), seqs, want)
+	}
+}
+
 // TestBaselineFrames: every frame of either baseline is a state frame in
 // JSON with its seq; the fixed one is 2.6 KB at every seq (how big the
 // other is, TestBaselineIsStateSized checks against the lab).

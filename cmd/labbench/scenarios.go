@@ -125,102 +125,172 @@ func send(ctx context.Context, ws *websocket.Conn, frame []byte) error {
 	return nil
 }
 
-// closedLoop runs one client that sends an op, waits for its state, sends
-// the next, until the deadline; every rotateOps ops it moves to a fresh
-// session. Latencies after warm go to lat.
-func closedLoop(ctx context.Context, srv *server, warm, until time.Time, lat *samples) (ops int, err error) {
+// loopClient is one closed-loop client: it sends an op, waits for its
+// state, sends the next; every rotateOps ops it moves to a fresh session.
+// It keeps its session from one run to the next, so a measurement taken in
+// turns creates sessions exactly as often as one taken at a stretch.
+type loopClient struct {
+	srv *server
+	ws  *websocket.Conn // the session's connection; nil before its first op
+	g   opGen
+	n   int // ops sent to the session, the preloads included
+}
+
+// run runs ops until the deadline and returns how many completed.
+// Latencies of ops sent after warm go to lat.
+func (c *loopClient) run(ctx context.Context, warm, until time.Time, lat *samples) (ops int, err error) {
 	for time.Now().Before(until) {
-		ws, err := dial(ctx, srv, uuid.NewString(), nil)
-		if err != nil {
+		if c.ws == nil {
+			if err := c.open(ctx); err != nil {
+				return ops, err
+			}
+			ops += preloads
+			continue
+		}
+		t0 := time.Now()
+		if err := send(ctx, c.ws, c.g.next()); err != nil {
 			return ops, err
 		}
-		err = func() error {
-			defer ws.CloseNow()
-			if _, err := readState(ctx, ws); err != nil {
-				return err
-			}
-			var g opGen
-			for i := 1; i <= preloads; i++ {
-				if err := send(ctx, ws, g.preload(i)); err != nil {
-					return err
-				}
-				if _, err := readState(ctx, ws); err != nil {
-					return err
-				}
-				ops++
-			}
-			for i := preloads; i < rotateOps && time.Now().Before(until); i++ {
-				t0 := time.Now()
-				if err := send(ctx, ws, g.next()); err != nil {
-					return err
-				}
-				if _, err := readState(ctx, ws); err != nil {
-					return err
-				}
-				if t0.After(warm) {
-					lat.add(time.Since(t0))
-				}
-				ops++
-			}
-			ws.Close(websocket.StatusNormalClosure, "")
-			return nil
-		}()
-		if err != nil {
+		if _, err := readState(ctx, c.ws); err != nil {
 			return ops, err
+		}
+		if t0.After(warm) {
+			lat.add(time.Since(t0))
+		}
+		ops++
+		if c.n++; c.n == rotateOps {
+			c.ws.Close(websocket.StatusNormalClosure, "")
+			c.ws = nil
 		}
 	}
 	return ops, nil
 }
 
+// open starts a fresh session and sends its preloads.
+func (c *loopClient) open(ctx context.Context) error {
+	ws, err := dial(ctx, c.srv, uuid.NewString(), nil)
+	if err != nil {
+		return err
+	}
+	if _, err := readState(ctx, ws); err != nil {
+		ws.CloseNow()
+		return err
+	}
+	c.ws, c.g, c.n = ws, opGen{}, 0
+	for i := 1; i <= preloads; i++ {
+		if err := send(ctx, ws, c.g.preload(i)); err != nil {
+			return err
+		}
+		if _, err := readState(ctx, ws); err != nil {
+			return err
+		}
+		c.n++
+	}
+	return nil
+}
+
+// close drops the client's connection, if open.
+func (c *loopClient) close() {
+	if c.ws != nil {
+		c.ws.CloseNow()
+		c.ws = nil
+	}
+}
+
 func (b *bench) rtt(ctx context.Context, srv *server) (metrics, error) {
 	var lat samples
 	now := time.Now()
-	if _, err := closedLoop(ctx, srv, now.Add(b.duration/5), now.Add(b.duration), &lat); err != nil {
+	c := &loopClient{srv: srv}
+	defer c.close()
+	if _, err := c.run(ctx, now.Add(b.duration/5), now.Add(b.duration), &lat); err != nil {
 		return nil, err
 	}
 	return metrics{"p50 ms": lat.ms(50), "p99 ms": lat.ms(99)}, nil
 }
 
-func (b *bench) throughput(ctx context.Context, srv *server) (metrics, error) {
-	var lat samples
-	var mu sync.Mutex
-	var total int
-	var errs []error
-	// Warm up first, then measure CPU over a fixed window.
-	runFor := func(d time.Duration) {
-		until := time.Now().Add(d)
-		var wg sync.WaitGroup
+// throughputTurns is how many turns each server takes in the throughput
+// scenario. Measured one after another for seconds each, the servers saw
+// different background load (this machine is shared), and the ratio of a
+// lab's CPU per op to the baseline's swung by ±0.1 from rep to rep
+// (BENCHMARKS.md, round 8); in short turns they share it.
+const throughputTurns = 6
+
+// throughput runs b.loops closed loops against each of srvs, all up at
+// once, in turns: a warm-up of duration/5 each, then throughputTurns turns
+// each of duration/throughputTurns, the order rotating every round. A
+// server's CPU and ops are counted over its own turns; its loops keep
+// their sessions from turn to turn.
+func (b *bench) throughput(ctx context.Context, srvs []*server) ([]metrics, error) {
+	loops := make([][]*loopClient, len(srvs))
+	for i, srv := range srvs {
 		for range b.loops {
+			loops[i] = append(loops[i], &loopClient{srv: srv})
+		}
+	}
+	defer func() {
+		for _, ls := range loops {
+			for _, c := range ls {
+				c.close()
+			}
+		}
+	}()
+	var lat samples // unused: the loops are never past warm
+	// turn runs server i's loops for d.
+	turn := func(i int, d time.Duration) (ops int, cpu float64, took time.Duration, err error) {
+		cpu0, err := srvs[i].cpuSeconds()
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		t0 := time.Now()
+		until := t0.Add(d)
+		var mu sync.Mutex
+		var errs []error
+		var wg sync.WaitGroup
+		for _, c := range loops[i] {
 			wg.Go(func() {
-				n, err := closedLoop(ctx, srv, until, until, &lat)
+				n, err := c.run(ctx, until, until, &lat)
 				mu.Lock()
-				total += n
+				ops += n
 				errs = append(errs, err)
 				mu.Unlock()
 			})
 		}
 		wg.Wait()
+		took = time.Since(t0)
+		cpu1, err := srvs[i].cpuSeconds()
+		return ops, cpu1 - cpu0, took, errors.Join(append(errs, err)...)
 	}
-	runFor(b.duration / 5)
-	cpu0, err := srv.cpuSeconds()
-	if err != nil {
-		return nil, err
+	for i, srv := range srvs {
+		if _, _, _, err := turn(i, b.duration/5); err != nil {
+			return nil, fmt.Errorf("warming %s up: %w", srv.name, err)
+		}
 	}
-	total = 0
-	t0 := time.Now()
-	runFor(b.duration)
-	elapsed := time.Since(t0)
-	cpu1, err := srv.cpuSeconds()
-	if err := errors.Join(append(errs, err)...); err != nil {
-		return nil, err
+	ops := make([]int, len(srvs))
+	cpu := make([]float64, len(srvs))
+	took := make([]time.Duration, len(srvs))
+	for k := range throughputTurns {
+		for j := range srvs {
+			i := (j + k) % len(srvs)
+			n, c, d, err := turn(i, b.duration/throughputTurns)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", srvs[i].name, err)
+			}
+			ops[i] += n
+			cpu[i] += c
+			took[i] += d
+		}
 	}
-	if total == 0 {
-		return nil, errors.New("no ops completed")
+	ms := make([]metrics, len(srvs))
+	for i, srv := range srvs {
+		if ops[i] == 0 {
+			return nil, fmt.Errorf("%s: no ops completed", srv.name)
+		}
+		ms[i] = metrics{
+			"ops/s":          float64(ops[i]) / took[i].Seconds(),
+			"CPU s/1000 ops": cpu[i] / float64(ops[i]) * 1000,
+		}
 	}
-	return metrics{
-		"ops/s":          float64(total) / elapsed.Seconds(),
-		"CPU s/1000 ops": (cpu1 - cpu0) / float64(total) * 1000,
-	}, nil
+	return ms, nil
 }
 
 // idle opens b.idle connections on b.idle/10 sessions, each reading its
