@@ -243,8 +243,8 @@ func (b *bench) run(ctx context.Context, stdout io.Writer) error {
 				// stands for all; the baseline has no replicas.
 				order = slices.DeleteFunc(order, func(t target) bool { return t.name != b.labs[0] })
 			}
-			if sc == "throughput" {
-				// All at once, in turns (throughputTurns).
+			if sc == "rtt" || sc == "throughput" {
+				// All at once, in turns (inTurns).
 				names := make([]string, len(order))
 				for i, t := range order {
 					names[i] = t.name
@@ -304,8 +304,9 @@ func launch(ctx context.Context, t target) (srv *server, stop func() error, err 
 	}, nil
 }
 
-// measureTogether runs one scenario against fresh servers of every kind
-// in ts, all up at once (throughput, which takes turns); one metrics each.
+// measureTogether runs one closed-loop scenario (rtt, throughput) against
+// fresh servers of every kind in ts, all up at once, in turns; one metrics
+// each.
 func (b *bench) measureTogether(ctx context.Context, sc string, ts []target) (ms []metrics, err error) {
 	var srvs []*server
 	for _, t := range ts {
@@ -316,10 +317,13 @@ func (b *bench) measureTogether(ctx context.Context, sc string, ts []target) (ms
 		defer func() { err = errors.Join(err, stop()) }()
 		srvs = append(srvs, srv)
 	}
-	if sc != "throughput" {
-		return nil, fmt.Errorf("scenario %q does not take turns", sc)
+	switch sc {
+	case "rtt":
+		return b.rtt(ctx, srvs)
+	case "throughput":
+		return b.throughput(ctx, srvs)
 	}
-	return b.throughput(ctx, srvs)
+	return nil, fmt.Errorf("scenario %q does not take turns", sc)
 }
 
 // measure runs one scenario against a fresh server of kind t, so that
@@ -334,8 +338,6 @@ func (b *bench) measure(ctx context.Context, sc string, t target) (m metrics, er
 	}
 	defer func() { err = errors.Join(err, stop()) }()
 	switch sc {
-	case "rtt":
-		return b.rtt(ctx, srv)
 	case "idle":
 		return b.idleConns(ctx, srv)
 	case "class":

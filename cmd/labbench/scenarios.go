@@ -197,97 +197,116 @@ func (c *loopClient) close() {
 	}
 }
 
-func (b *bench) rtt(ctx context.Context, srv *server) (metrics, error) {
-	var lat samples
-	now := time.Now()
-	c := &loopClient{srv: srv}
-	defer c.close()
-	if _, err := c.run(ctx, now.Add(b.duration/5), now.Add(b.duration), &lat); err != nil {
-		return nil, err
-	}
-	return metrics{"p50 ms": lat.ms(50), "p99 ms": lat.ms(99)}, nil
+// turnsPerServer is how many turns each server takes in the closed-loop
+// scenarios (rtt, throughput). Measured one after another for seconds
+// each, the servers saw different background load (this machine is
+// shared), and the ratio of a lab's CPU per op to the baseline's swung by
+// ±0.1 from rep to rep (BENCHMARKS.md, round 8); in short turns they
+// share it.
+const turnsPerServer = 6
+
+// turnsResult is what one server did over its turns.
+type turnsResult struct {
+	ops  int
+	cpu  float64       // seconds
+	took time.Duration // its turns' wall time
+	lat  samples       // every op's latency
 }
 
-// throughputTurns is how many turns each server takes in the throughput
-// scenario. Measured one after another for seconds each, the servers saw
-// different background load (this machine is shared), and the ratio of a
-// lab's CPU per op to the baseline's swung by ±0.1 from rep to rep
-// (BENCHMARKS.md, round 8); in short turns they share it.
-const throughputTurns = 6
-
-// throughput runs b.loops closed loops against each of srvs, all up at
-// once, in turns: a warm-up of duration/5 each, then throughputTurns turns
-// each of duration/throughputTurns, the order rotating every round. A
-// server's CPU and ops are counted over its own turns; its loops keep
-// their sessions from turn to turn.
-func (b *bench) throughput(ctx context.Context, srvs []*server) ([]metrics, error) {
-	loops := make([][]*loopClient, len(srvs))
+// inTurns runs loops closed loops against each of srvs, all up at once, in
+// turns: a warm-up of duration/5 each, then turnsPerServer rounds in which
+// each server's loops run for duration/turnsPerServer, the order rotating
+// every round. A server's ops, CPU and latencies are counted over its own
+// turns; its loops keep their sessions from turn to turn.
+func (b *bench) inTurns(ctx context.Context, srvs []*server, loops int) ([]*turnsResult, error) {
+	clients := make([][]*loopClient, len(srvs))
 	for i, srv := range srvs {
-		for range b.loops {
-			loops[i] = append(loops[i], &loopClient{srv: srv})
+		for range loops {
+			clients[i] = append(clients[i], &loopClient{srv: srv})
 		}
 	}
 	defer func() {
-		for _, ls := range loops {
-			for _, c := range ls {
+		for _, cs := range clients {
+			for _, c := range cs {
 				c.close()
 			}
 		}
 	}()
-	var lat samples // unused: the loops are never past warm
-	// turn runs server i's loops for d.
-	turn := func(i int, d time.Duration) (ops int, cpu float64, took time.Duration, err error) {
+	res := make([]*turnsResult, len(srvs))
+	for i := range res {
+		res[i] = new(turnsResult)
+	}
+	// turn runs server i's loops for d, adding to r.
+	turn := func(i int, d time.Duration, r *turnsResult) error {
 		cpu0, err := srvs[i].cpuSeconds()
 		if err != nil {
-			return 0, 0, 0, err
+			return err
 		}
 		t0 := time.Now()
 		until := t0.Add(d)
 		var mu sync.Mutex
 		var errs []error
 		var wg sync.WaitGroup
-		for _, c := range loops[i] {
+		for _, c := range clients[i] {
 			wg.Go(func() {
-				n, err := c.run(ctx, until, until, &lat)
+				n, err := c.run(ctx, time.Time{}, until, &r.lat)
 				mu.Lock()
-				ops += n
+				r.ops += n
 				errs = append(errs, err)
 				mu.Unlock()
 			})
 		}
 		wg.Wait()
-		took = time.Since(t0)
+		r.took += time.Since(t0)
 		cpu1, err := srvs[i].cpuSeconds()
-		return ops, cpu1 - cpu0, took, errors.Join(append(errs, err)...)
+		r.cpu += cpu1 - cpu0
+		return errors.Join(append(errs, err)...)
 	}
 	for i, srv := range srvs {
-		if _, _, _, err := turn(i, b.duration/5); err != nil {
+		if err := turn(i, b.duration/5, new(turnsResult)); err != nil {
 			return nil, fmt.Errorf("warming %s up: %w", srv.name, err)
 		}
 	}
-	ops := make([]int, len(srvs))
-	cpu := make([]float64, len(srvs))
-	took := make([]time.Duration, len(srvs))
-	for k := range throughputTurns {
+	for k := range turnsPerServer {
 		for j := range srvs {
 			i := (j + k) % len(srvs)
-			n, c, d, err := turn(i, b.duration/throughputTurns)
-			if err != nil {
+			if err := turn(i, b.duration/turnsPerServer, res[i]); err != nil {
 				return nil, fmt.Errorf("%s: %w", srvs[i].name, err)
 			}
-			ops[i] += n
-			cpu[i] += c
-			took[i] += d
 		}
 	}
-	ms := make([]metrics, len(srvs))
-	for i, srv := range srvs {
-		if ops[i] == 0 {
-			return nil, fmt.Errorf("%s: no ops completed", srv.name)
+	for i, r := range res {
+		if r.ops == 0 {
+			return nil, fmt.Errorf("%s: no ops completed", srvs[i].name)
 		}
+	}
+	return res, nil
+}
+
+// rtt: one closed loop on each server.
+func (b *bench) rtt(ctx context.Context, srvs []*server) ([]metrics, error) {
+	res, err := b.inTurns(ctx, srvs, 1)
+	if err != nil {
+		return nil, err
+	}
+	ms := make([]metrics, len(res))
+	for i, r := range res {
+		ms[i] = metrics{"p50 ms": r.lat.ms(50), "p99 ms": r.lat.ms(99)}
+	}
+	return ms, nil
+}
+
+// throughput: b.loops closed loops on each server.
+func (b *bench) throughput(ctx context.Context, srvs []*server) ([]metrics, error) {
+	res, err := b.inTurns(ctx, srvs, b.loops)
+	if err != nil {
+		return nil, err
+	}
+	ms := make([]metrics, len(res))
+	for i, r := range res {
 		ms[i] = metrics{
-			"ops/s":          float64(ops[i]) / took[i].Seconds(),
-			"CPU s/1000 ops": cpu[i] / float64(ops[i]) * 1000,
+			"ops/s":          float64(r.ops) / r.took.Seconds(),
+			"CPU s/1000 ops": r.cpu / float64(r.ops) * 1000,
 		}
 	}
 	return ms, nil
