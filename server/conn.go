@@ -441,15 +441,15 @@ func (c *conn) nextText() (*[]byte, error) {
 		}
 		c.deferFlush()
 		switch {
-		case !c.limit.frames.Allow():
+		case !c.limit.frames.allow(time.Now()):
 			c.metrics.frameIn("invalid")
-			if !c.limit.refusals.Allow() {
+			if !c.limit.refusals.allow(time.Now()) {
 				c.metrics.refused.WithLabelValues("rate_limit").Inc()
 				c.close(closeRateAbuse)
 				return nil, errRateAbuse
 			}
 			c.sendError(fmt.Errorf("%w: at most %g a second, %d at once; this one was not applied",
-				errTooManyFrames, float64(c.limit.frames.Limit()), c.limit.frames.Burst()))
+				errTooManyFrames, c.limit.frames.perSecond, int(c.limit.frames.burst)))
 		case typ != websocket.MessageText:
 			c.metrics.frameIn("invalid")
 			c.sendError(badFrame("frames must be text messages holding JSON"))
