@@ -87,90 +87,92 @@ var implementations = map[string]func(t *testing.T) store{
 	"postgres": func(t *testing.T) store { return openPG(t) },
 }
 
-func TestStores(t *testing.T) {
+// eachStore runs test, in parallel, on a fresh store of every
+// implementation.
+func eachStore(t *testing.T, test func(t *testing.T, s store)) {
 	t.Parallel()
 	for name, open := range implementations {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
-			s := open(t)
-			a, b := sample("a"), sample("b")[:2]
-			for _, r := range append(append([]Record(nil), a...), b...) {
-				if err := s.Append(ctx, r); err != nil {
-					t.Fatal(err)
-				}
-			}
-			// Another replica's seq 1 or seq 3: taken, whatever the event.
-			for _, r := range []Record{a[0], b[0], {Session: "a", Seq: 3, Time: t0, Event: a[5].Event}} {
-				if err := s.Append(ctx, r); !errors.Is(err, ErrSeqTaken) {
-					t.Fatalf("appending a taken seq %d: %v, want ErrSeqTaken", r.Seq, err)
-				}
-			}
-			got, err := s.Events(ctx, "a")
-			if err != nil || !reflect.DeepEqual(got, a) {
-				t.Fatalf("Events(a) = %v\n%+v\nwant %+v", err, got, a)
-			}
-			for _, after := range []uint64{0, 3, 7, 8, 9} {
-				got, err := s.EventsAfter(ctx, "a", after)
-				want := a[min(after, uint64(len(a))):]
-				if err != nil || len(got) != len(want) || len(want) > 0 && !reflect.DeepEqual(got, want) {
-					t.Fatalf("EventsAfter(a, %d) = %v %+v, want %+v", after, err, got, want)
-				}
-			}
-			if got, err := s.EventsAfter(ctx, "nobody", 0); err != nil || len(got) != 0 {
-				t.Fatalf("EventsAfter(nobody) = %v %+v", err, got)
-			}
-			sessions, err := s.Sessions(ctx)
-			want := []Session{{ID: "a", Name: "Ada \u2713", Created: t0, LastActive: a[len(a)-1].Time}, {ID: "b", Created: t0, LastActive: b[1].Time}}
-			if err != nil || !reflect.DeepEqual(sessions, want) {
-				t.Fatalf("Sessions = %v %+v, want %+v", err, sessions, want)
-			}
-			if err := s.Delete(ctx, []string{"a"}); err != nil {
-				t.Fatal(err)
-			}
-			if got, _ := s.Events(ctx, "a"); len(got) != 0 {
-				t.Fatalf("deleted session still has %d events", len(got))
-			}
-			if sessions, _ := s.Sessions(ctx); len(sessions) != 1 || sessions[0].ID != "b" {
-				t.Fatalf("after delete: %+v", sessions)
-			}
-			if err := s.Ready(ctx); err != nil {
-				t.Fatal(err)
-			}
-			s.Close()
-			if err := s.Append(ctx, sample("c")[0]); !errors.Is(err, ErrClosed) {
-				t.Fatalf("append after close: %v", err)
-			}
+			test(t, open(t))
 		})
 	}
+}
+
+func TestStores(t *testing.T) {
+	eachStore(t, func(t *testing.T, s store) {
+		ctx := context.Background()
+		a, b := sample("a"), sample("b")[:2]
+		for _, r := range append(append([]Record(nil), a...), b...) {
+			if err := s.Append(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Another replica's seq 1 or seq 3: taken, whatever the event.
+		for _, r := range []Record{a[0], b[0], {Session: "a", Seq: 3, Time: t0, Event: a[5].Event}} {
+			if err := s.Append(ctx, r); !errors.Is(err, ErrSeqTaken) {
+				t.Fatalf("appending a taken seq %d: %v, want ErrSeqTaken", r.Seq, err)
+			}
+		}
+		got, err := s.Events(ctx, "a")
+		if err != nil || !reflect.DeepEqual(got, a) {
+			t.Fatalf("Events(a) = %v\n%+v\nwant %+v", err, got, a)
+		}
+		for _, after := range []uint64{0, 3, 7, 8, 9} {
+			got, err := s.EventsAfter(ctx, "a", after)
+			want := a[min(after, uint64(len(a))):]
+			if err != nil || len(got) != len(want) || len(want) > 0 && !reflect.DeepEqual(got, want) {
+				t.Fatalf("EventsAfter(a, %d) = %v %+v, want %+v", after, err, got, want)
+			}
+		}
+		if got, err := s.EventsAfter(ctx, "nobody", 0); err != nil || len(got) != 0 {
+			t.Fatalf("EventsAfter(nobody) = %v %+v", err, got)
+		}
+		sessions, err := s.Sessions(ctx)
+		want := []Session{{ID: "a", Name: "Ada \u2713", Created: t0, LastActive: a[len(a)-1].Time}, {ID: "b", Created: t0, LastActive: b[1].Time}}
+		if err != nil || !reflect.DeepEqual(sessions, want) {
+			t.Fatalf("Sessions = %v %+v, want %+v", err, sessions, want)
+		}
+		if err := s.Delete(ctx, []string{"a"}); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := s.Events(ctx, "a"); len(got) != 0 {
+			t.Fatalf("deleted session still has %d events", len(got))
+		}
+		if sessions, _ := s.Sessions(ctx); len(sessions) != 1 || sessions[0].ID != "b" {
+			t.Fatalf("after delete: %+v", sessions)
+		}
+		if err := s.Ready(ctx); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if err := s.Append(ctx, sample("c")[0]); !errors.Is(err, ErrClosed) {
+			t.Fatalf("append after close: %v", err)
+		}
+	})
 }
 
 // TestStoresKeepLongSessions: a session of 700 records (the memory store
 // keeps them in chunks of 8, 16, … up to 256) reads back whole and from
 // every chunk's edges.
 func TestStoresKeepLongSessions(t *testing.T) {
-	t.Parallel()
-	for name, open := range implementations {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			s := open(t)
-			var recs []Record
-			for seq := uint64(1); seq <= 700; seq++ {
-				r := walkthrough("long", seq)
-				recs = append(recs, r)
-				if err := s.Append(ctx, r); err != nil {
-					t.Fatal(err)
-				}
+	eachStore(t, func(t *testing.T, s store) {
+		ctx := context.Background()
+		var recs []Record
+		for seq := uint64(1); seq <= 700; seq++ {
+			r := walkthrough("long", seq)
+			recs = append(recs, r)
+			if err := s.Append(ctx, r); err != nil {
+				t.Fatal(err)
 			}
-			for _, after := range []uint64{0, 1, 7, 8, 9, 23, 24, 25, 120, 248, 249, 503, 504, 505, 699, 700} {
-				got, err := s.EventsAfter(ctx, "long", after)
-				if want := recs[after:]; err != nil || len(got) != len(want) || len(want) > 0 && !reflect.DeepEqual(got, want) {
-					t.Fatalf("EventsAfter(long, %d) = %v, %d records from seq %v, want %d", after, err, len(got), firstSeq(got), len(want))
-				}
+		}
+		for _, after := range []uint64{0, 1, 7, 8, 9, 23, 24, 25, 120, 248, 249, 503, 504, 505, 699, 700} {
+			got, err := s.EventsAfter(ctx, "long", after)
+			if want := recs[after:]; err != nil || len(got) != len(want) || len(want) > 0 && !reflect.DeepEqual(got, want) {
+				t.Fatalf("EventsAfter(long, %d) = %v, %d records from seq %v, want %d", after, err, len(got), firstSeq(got), len(want))
 			}
-		})
-	}
+		}
+	})
 }
 
 // firstSeq is the seq of the first record, 0 if none.
@@ -491,34 +493,29 @@ func BenchmarkAppend(b *testing.B) {
 // any Unicode, or bytes that are not UTF-8 at all; every store must give
 // them back byte for byte.
 func TestStoresKeepTextExactly(t *testing.T) {
-	t.Parallel()
-	for name, open := range implementations {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			s := open(t)
-			ctx := context.Background()
-			weird := "\x00 é \U0001F600 \xff"
-			recs := sample("a")[:2]
-			recs[0].Notice = "Accepted completion: " + weird
-			recs[0].Run = "run-\x001"
-			recs[0].Event.Message.Raw = weird
-			recs[1].Event.Message.Key = model.Key{RunID: "r" + weird, CallID: "c" + weird}
-			rename := Record{Session: "a", Seq: 3, Time: t0, Event: model.Event{Kind: model.Renamed, By: model.Student, Name: "n" + weird}}
-			recs = append(recs, rename)
-			for _, r := range recs {
-				if err := s.Append(ctx, r); err != nil {
-					t.Fatal(err)
-				}
+	eachStore(t, func(t *testing.T, s store) {
+		ctx := context.Background()
+		weird := "\x00 é \U0001F600 \xff"
+		recs := sample("a")[:2]
+		recs[0].Notice = "Accepted completion: " + weird
+		recs[0].Run = "run-\x001"
+		recs[0].Event.Message.Raw = weird
+		recs[1].Event.Message.Key = model.Key{RunID: "r" + weird, CallID: "c" + weird}
+		rename := Record{Session: "a", Seq: 3, Time: t0, Event: model.Event{Kind: model.Renamed, By: model.Student, Name: "n" + weird}}
+		recs = append(recs, rename)
+		for _, r := range recs {
+			if err := s.Append(ctx, r); err != nil {
+				t.Fatal(err)
 			}
-			got, err := s.Events(ctx, "a")
-			if err != nil || !reflect.DeepEqual(got, recs) {
-				t.Fatalf("%v\n%+v\nwant %+v", err, got, recs)
-			}
-			if ss, err := s.Sessions(ctx); err != nil || len(ss) != 1 || ss[0].Name != rename.Event.Name {
-				t.Fatalf("Sessions = %v %+v, want the name %q", err, ss, rename.Event.Name)
-			}
-		})
-	}
+		}
+		got, err := s.Events(ctx, "a")
+		if err != nil || !reflect.DeepEqual(got, recs) {
+			t.Fatalf("%v\n%+v\nwant %+v", err, got, recs)
+		}
+		if ss, err := s.Sessions(ctx); err != nil || len(ss) != 1 || ss[0].Name != rename.Event.Name {
+			t.Fatalf("Sessions = %v %+v, want the name %q", err, ss, rename.Event.Name)
+		}
+	})
 }
 
 // TestPostgresReopensAndRefusesNewer: a second open (another replica, a
