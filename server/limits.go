@@ -110,7 +110,7 @@ func newFrameLimit(perSecond float64, burst int) frameLimit {
 type tokenBucket struct {
 	perSecond, burst float64
 	tokens           float64
-	last             time.Time // the last allow, zero before it
+	last             time.Time // the last allow (zero at first: the bucket stays full)
 }
 
 func newTokenBucket(perSecond float64, burst int) tokenBucket {
@@ -119,9 +119,7 @@ func newTokenBucket(perSecond float64, burst int) tokenBucket {
 
 // allow takes a token at now, if there is one.
 func (b *tokenBucket) allow(now time.Time) bool {
-	if !b.last.IsZero() {
-		b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.perSecond)
-	}
+	b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.perSecond)
 	b.last = now
 	if b.tokens < 1 {
 		return false

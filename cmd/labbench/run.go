@@ -243,14 +243,14 @@ func (b *bench) run(ctx context.Context, stdout io.Writer) error {
 				// stands for all; the baseline has no replicas.
 				order = slices.DeleteFunc(order, func(t target) bool { return t.name != b.labs[0] })
 			}
-			if sc == "rtt" || sc == "throughput" {
-				// All at once, in turns (inTurns).
+			if scenario := turnScenarios[sc]; scenario != nil {
+				// All at once, in turns (bench.inTurns).
 				names := make([]string, len(order))
 				for i, t := range order {
 					names[i] = t.name
 				}
 				fmt.Fprintf(b.stderr, "rep %d/%d: %s on %s, in turns\n", rep+1, b.reps, sc, strings.Join(names, ", "))
-				ms, err := b.measureTogether(ctx, sc, order)
+				ms, err := b.measureTogether(ctx, scenario, order)
 				if err != nil {
 					return fmt.Errorf("%s: %w", sc, err)
 				}
@@ -289,25 +289,31 @@ func launch(ctx context.Context, t target) (srv *server, stop func() error, err 
 			return nil, nil, fmt.Errorf("making a working dir: %w", err)
 		}
 	}
+	// RemoveAll("") does nothing: no dir, nothing to remove.
 	if srv, err = start(ctx, t.name, t.bin, dir, t.args, t.env); err != nil {
-		if dir != "" {
-			os.RemoveAll(dir)
-		}
+		os.RemoveAll(dir)
 		return nil, nil, err
 	}
 	return srv, func() error {
 		err := srv.stop()
-		if dir != "" {
-			os.RemoveAll(dir)
-		}
+		os.RemoveAll(dir)
 		return err
 	}, nil
 }
 
-// measureTogether runs one closed-loop scenario (rtt, throughput) against
-// fresh servers of every kind in ts, all up at once, in turns; one metrics
-// each.
-func (b *bench) measureTogether(ctx context.Context, sc string, ts []target) (ms []metrics, err error) {
+// turnScenario runs a scenario against servers that are all up at once,
+// taking turns (bench.inTurns); one metrics per server.
+type turnScenario func(*bench, context.Context, []*server) ([]metrics, error)
+
+// turnScenarios are the scenarios that take turns: the closed loops.
+var turnScenarios = map[string]turnScenario{
+	"rtt":        (*bench).rtt,
+	"throughput": (*bench).throughput,
+}
+
+// measureTogether runs scenario, one of turnScenarios, against fresh
+// servers of every kind in ts, all up at once; one metrics each.
+func (b *bench) measureTogether(ctx context.Context, scenario turnScenario, ts []target) (ms []metrics, err error) {
 	var srvs []*server
 	for _, t := range ts {
 		srv, stop, err := launch(ctx, t)
@@ -317,13 +323,7 @@ func (b *bench) measureTogether(ctx context.Context, sc string, ts []target) (ms
 		defer func() { err = errors.Join(err, stop()) }()
 		srvs = append(srvs, srv)
 	}
-	switch sc {
-	case "rtt":
-		return b.rtt(ctx, srvs)
-	case "throughput":
-		return b.throughput(ctx, srvs)
-	}
-	return nil, fmt.Errorf("scenario %q does not take turns", sc)
+	return scenario(b, ctx, srvs)
 }
 
 // measure runs one scenario against a fresh server of kind t, so that

@@ -136,9 +136,9 @@ type loopClient struct {
 	n   int // ops sent to the session, the preloads included
 }
 
-// run runs ops until the deadline and returns how many completed.
-// Latencies of ops sent after warm go to lat.
-func (c *loopClient) run(ctx context.Context, warm, until time.Time, lat *samples) (ops int, err error) {
+// run runs ops until the deadline and returns how many completed; their
+// latencies go to lat unless it is nil.
+func (c *loopClient) run(ctx context.Context, until time.Time, lat *samples) (ops int, err error) {
 	for time.Now().Before(until) {
 		if c.ws == nil {
 			if err := c.open(ctx); err != nil {
@@ -154,7 +154,7 @@ func (c *loopClient) run(ctx context.Context, warm, until time.Time, lat *sample
 		if _, err := readState(ctx, c.ws); err != nil {
 			return ops, err
 		}
-		if t0.After(warm) {
+		if lat != nil {
 			lat.add(time.Since(t0))
 		}
 		ops++
@@ -210,15 +210,16 @@ type turnsResult struct {
 	ops  int
 	cpu  float64       // seconds
 	took time.Duration // its turns' wall time
-	lat  samples       // every op's latency
+	lat  samples       // every op's latency, when asked for
 }
 
 // inTurns runs loops closed loops against each of srvs, all up at once, in
 // turns: a warm-up of duration/5 each, then turnsPerServer rounds in which
 // each server's loops run for duration/turnsPerServer, the order rotating
 // every round. A server's ops, CPU and latencies are counted over its own
-// turns; its loops keep their sessions from turn to turn.
-func (b *bench) inTurns(ctx context.Context, srvs []*server, loops int) ([]*turnsResult, error) {
+// turns (latencies only if asked for); its loops keep their sessions from
+// turn to turn.
+func (b *bench) inTurns(ctx context.Context, srvs []*server, loops int, latencies bool) ([]*turnsResult, error) {
 	clients := make([][]*loopClient, len(srvs))
 	for i, srv := range srvs {
 		for range loops {
@@ -244,12 +245,16 @@ func (b *bench) inTurns(ctx context.Context, srvs []*server, loops int) ([]*turn
 		}
 		t0 := time.Now()
 		until := t0.Add(d)
+		var lat *samples
+		if latencies {
+			lat = &r.lat
+		}
 		var mu sync.Mutex
 		var errs []error
 		var wg sync.WaitGroup
 		for _, c := range clients[i] {
 			wg.Go(func() {
-				n, err := c.run(ctx, time.Time{}, until, &r.lat)
+				n, err := c.run(ctx, until, lat)
 				mu.Lock()
 				r.ops += n
 				errs = append(errs, err)
@@ -285,7 +290,7 @@ func (b *bench) inTurns(ctx context.Context, srvs []*server, loops int) ([]*turn
 
 // rtt: one closed loop on each server.
 func (b *bench) rtt(ctx context.Context, srvs []*server) ([]metrics, error) {
-	res, err := b.inTurns(ctx, srvs, 1)
+	res, err := b.inTurns(ctx, srvs, 1, true)
 	if err != nil {
 		return nil, err
 	}
@@ -298,7 +303,7 @@ func (b *bench) rtt(ctx context.Context, srvs []*server) ([]metrics, error) {
 
 // throughput: b.loops closed loops on each server.
 func (b *bench) throughput(ctx context.Context, srvs []*server) ([]metrics, error) {
-	res, err := b.inTurns(ctx, srvs, b.loops)
+	res, err := b.inTurns(ctx, srvs, b.loops, false)
 	if err != nil {
 		return nil, err
 	}
