@@ -502,7 +502,8 @@ func (b *bench) class(ctx context.Context, srv *server, shape classShape) (*clas
 		readers.Go(func() { watchOverview(runCtx, ws, byID, &res.watcher) })
 	}
 	start := time.Now()
-	warm, until := start.Add(shape.duration/5), start.Add(shape.duration)
+	warm := start.Add(shape.duration / 5)
+	until := warm.Add(shape.duration)
 	var drivers sync.WaitGroup
 	errs := make([]error, len(sessions)+1)
 	if shape.slow {
