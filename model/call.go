@@ -85,6 +85,16 @@ const (
 	UnresolvedDetail        = "No final reply observed. A matching late reply can still resolve this call."
 )
 
+// DeliveryNotices returns the notices a delivery can leave: each bears out
+// one of the four predictions (ClassifyNotice), and no other notice does.
+func DeliveryNotices() []string {
+	return []string{
+		NoticeInvalidJSON, NoticeInvalidReply, NoticeReplyOtherCall, NoticeReplyAlreadyFinal,
+		NoticeAcceptedComplete, NoticeAcceptedReject, NoticeDeadlineOtherCall,
+		NoticeUnresolved, NoticeStillUnresolved, NoticeDeadlineFinal,
+	}
+}
+
 // The two diagnostics of the reply decoder. Neither is a tool rejection.
 // Their texts are the seed's notices, which Receive shows as they are.
 var (

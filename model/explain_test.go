@@ -2,6 +2,7 @@ package model
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -139,7 +140,7 @@ func FuzzExplain(f *testing.F) {
 
 func TestClassifyNotice(t *testing.T) {
 	t.Parallel()
-	for notice, want := range map[string]Prediction{
+	cases := map[string]Prediction{
 		NoticeAcceptedComplete:  PredictAccepted,
 		NoticeAcceptedReject:    PredictAccepted,
 		NoticeReplyOtherCall:    PredictIgnored,
@@ -154,10 +155,24 @@ func TestClassifyNotice(t *testing.T) {
 		NoticeStarted:           NoPrediction,
 		"":                      NoPrediction,
 		"accepted":              NoPrediction,
-	} {
+	}
+	for notice, want := range cases {
 		if got := ClassifyNotice(notice); got != want {
 			t.Errorf("ClassifyNotice(%q) = %v, want %v", notice, got, want)
 		}
+	}
+	// DeliveryNotices are exactly the notices that bear out a prediction.
+	var bearing []string
+	for notice, p := range cases {
+		if p != NoPrediction {
+			bearing = append(bearing, notice)
+		}
+	}
+	got := DeliveryNotices()
+	slices.Sort(got)
+	slices.Sort(bearing)
+	if !slices.Equal(got, bearing) {
+		t.Errorf("DeliveryNotices() = %q, want %q", got, bearing)
 	}
 }
 

@@ -38,14 +38,6 @@ type metrics struct {
 // frameTypesIn are the values of lab_frames_in_total's type label.
 var frameTypesIn = []string{"start", "queueReply", "queueDeadline", "deliver", "rename", "watch", "unwatch", "invalid"}
 
-// deliveryNotices are the notices a delivery can leave, the values of
-// lab_deliveries_total's notice label.
-var deliveryNotices = []string{
-	model.NoticeInvalidJSON, model.NoticeInvalidReply, model.NoticeReplyOtherCall, model.NoticeReplyAlreadyFinal,
-	model.NoticeAcceptedComplete, model.NoticeAcceptedReject, model.NoticeDeadlineOtherCall,
-	model.NoticeUnresolved, model.NoticeStillUnresolved, model.NoticeDeadlineFinal,
-}
-
 // delivered counts a delivery that left notice.
 func (m *metrics) delivered(notice string) {
 	if c, ok := m.deliveriesBy[notice]; ok {
@@ -107,8 +99,9 @@ func newMetrics(sessions func() float64) *metrics {
 		m.framesInBy[t] = m.framesIn.WithLabelValues(t)
 	}
 	m.framesOutState, m.framesOutErr = m.framesOut.WithLabelValues("state"), m.framesOut.WithLabelValues("error")
-	m.deliveriesBy = make(map[string]prometheus.Counter, len(deliveryNotices))
-	for _, n := range deliveryNotices {
+	notices := model.DeliveryNotices() // lab_deliveries_total's label values
+	m.deliveriesBy = make(map[string]prometheus.Counter, len(notices))
+	for _, n := range notices {
 		m.deliveriesBy[n] = m.deliveries.WithLabelValues(n)
 	}
 	m.registry.MustRegister(
