@@ -35,13 +35,18 @@ func (s *Server) getSession(c echo.Context) error {
 	if !grantFrom(c).allows(s.classOfSession(id)) {
 		return requestErrorf(http.StatusForbidden, "%v", errForbidden)
 	}
+	timeline, err := sess.recentTimeline()
+	if err != nil {
+		r := classify(s.log, err)
+		return requestErrorf(http.StatusServiceUnavailable, "%s", r.text)
+	}
 	row := sess.overviewRow()
 	row.Class = s.classOfSession(id)
 	return c.JSON(http.StatusOK, struct {
 		Session  sessionRow      `json:"session"`
 		State    json.RawMessage `json:"state"`
 		Timeline []timelineEntry `json:"timeline"`
-	}{row, sess.snapshot(), sess.recentTimeline()})
+	}{row, sess.snapshot(), timeline})
 }
 
 // injectRequest is a decoded POST /api/inject body.

@@ -68,6 +68,9 @@ type conn struct {
 	writeStart atomic.Int64
 	watchArmed atomic.Bool
 	writeTimer atomic.Pointer[time.Timer] // made by the first write
+	// watching is the session an instructor connection asked to watch last
+	// (session.watch), nil once it stops; its reader sets it.
+	watching atomic.Pointer[session]
 	// slowCounted: the connection is in lab_slow_connection_closes_total.
 	// A connection over its byte budget while a write to it is blocked
 	// then runs into the write timeout too: one slow close (countSlow).

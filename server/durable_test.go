@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -89,10 +90,18 @@ func TestReplayGivesLiveState(t *testing.T) {
 	}
 }
 
-// flakyStore fails every write while broken is set.
+// flakyStore fails every write while broken is set, and every read of a
+// session's events while readBroken is.
 type flakyStore struct {
 	*store.Memory
-	broken atomic.Bool
+	broken, readBroken atomic.Bool
+}
+
+func (f *flakyStore) EventsAfter(ctx context.Context, id string, after uint64) ([]store.Record, error) {
+	if f.readBroken.Load() {
+		return nil, errDiskFull
+	}
+	return f.Memory.EventsAfter(ctx, id, after)
 }
 
 var errDiskFull = errors.New("disk full (injected)")
@@ -309,5 +318,62 @@ func TestExportEndpoints(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/csv") ||
 		!strings.Contains(resp.Header.Get("Content-Disposition"), "filename=") || body != wantCSV {
 		t.Fatalf("CSV: %d %s %s\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Content-Disposition"), body)
+	}
+}
+
+// TestTimelineReadFromTheLog: an instructor's timeline is read from the
+// log when asked for (a watch, GET /api/sessions/ID), so a log that cannot
+// be read is a refusal that says so, and the same request works again once
+// it can.
+func TestTimelineReadFromTheLog(t *testing.T) {
+	t.Parallel()
+	st := &flakyStore{Memory: store.NewMemory()}
+	ts := runInstructorLab(t, server.Config{Store: st})
+	id := newID()
+	c, _ := dial(t, ts, id)
+	c.do(`{"type":"start"}`)
+	c.do(`{"type":"queueDeadline"}`)
+	ws, _, err := dialInstructor(ts, bearerHeader(testToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	watch := func() {
+		t.Helper()
+		if err := ws.Write(context.Background(), websocket.MessageText, []byte(`{"type":"watch","session":"`+id+`"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const cannotRead = "the lab cannot read this session's history right now; try again shortly"
+
+	st.readBroken.Store(true)
+	status, _, body := call(t, ts, "GET", "/api/sessions/"+id, testToken, "", "")
+	if status != http.StatusServiceUnavailable || !strings.Contains(string(body), cannotRead) {
+		t.Fatalf("GET while the log cannot be read = %d %s", status, body)
+	}
+	watch()
+	if f := readUntil(t, ws, "an error", func(f overviewFrame) bool { return f.Type == "error" || f.Type == "timeline" }); f.Type != "error" || f.Error != cannotRead || f.Reason != "store" {
+		t.Fatalf("watch while the log cannot be read: %s", f.raw)
+	}
+
+	st.readBroken.Store(false)
+	status, _, body = call(t, ts, "GET", "/api/sessions/"+id, testToken, "", "")
+	var got struct {
+		Timeline []struct {
+			Seq  uint64 `json:"seq"`
+			Kind string `json:"kind"`
+		} `json:"timeline"`
+	}
+	if err := json.Unmarshal(body, &got); status != http.StatusOK || err != nil || len(got.Timeline) != 2 || got.Timeline[1].Kind != "queued" || got.Timeline[1].Seq != 2 {
+		t.Fatalf("GET once the log can be read = %d %s", status, body)
+	}
+	watch()
+	if f := readUntil(t, ws, "the timeline", func(f overviewFrame) bool { return f.Type == "timeline" }); !f.Reset || len(f.Entries) != 2 || f.Entries[0].Kind != "started" {
+		t.Fatalf("timeline once the log can be read: %s", f.raw)
+	}
+	// Later changes come as entries to append.
+	c.do(`{"type":"deliver","message":1}`)
+	if f := readUntil(t, ws, "the delivery", func(f overviewFrame) bool { return f.Type == "timeline" }); f.Reset || len(f.Entries) != 1 || f.Entries[0].Seq != 3 || f.Entries[0].Kind != "delivered" {
+		t.Fatalf("delivery entry: %s", f.raw)
 	}
 }

@@ -31,6 +31,10 @@ var errUnknownSession = errors.New("unknown session")
 // all the client reads; the cause is logged.
 var errCannotSave = errors.New("the lab cannot save right now; try again shortly")
 
+// errCannotRead refuses to show a session's timeline when the store could
+// not be read. Its text is all the client reads; the cause is logged.
+var errCannotRead = errors.New("the lab cannot read this session's history right now; try again shortly")
+
 // errTooManySessions refuses a new session past Config.MaxSessions or
 // Config.MaxAddrSessions.
 var errTooManySessions = errors.New("the lab has reached its limit of stored sessions; ask your instructor")
@@ -99,6 +103,9 @@ func classify(log *slog.Logger, err error) refusal {
 	case errors.Is(err, errCannotSave):
 		log.Warn("refusing a change: the store failed", "err", err)
 		return refusal{"store", errCannotSave.Error()}
+	case errors.Is(err, errCannotRead):
+		log.Warn("refusing a timeline: the store failed", "err", err)
+		return refusal{"store", errCannotRead.Error()}
 	case errors.Is(err, errNameRequired):
 		return refusal{"invalid_name", err.Error()}
 	case errors.Is(err, model.ErrInvalidName):

@@ -59,8 +59,7 @@ func (s *Server) load(ctx context.Context) ([]*session, error) {
 	return loaded, nil
 }
 
-// restoreSession rebuilds a stored session by replaying its records; the
-// timeline's recent entries come from the same records.
+// restoreSession rebuilds a stored session by replaying its records.
 func restoreSession(info store.Session, recs []store.Record, cfg *Config, m *metrics, frames *framePool, changed func()) (*session, error) {
 	s := newSession(info.ID, cfg, m, frames, changed)
 	s.lastActive = info.LastActive
@@ -77,7 +76,6 @@ func restoreSession(info store.Session, recs []store.Record, cfg *Config, m *met
 		}
 		s.count(r.Event)
 		s.clock.steps(s.lab.Exercise(), r.Seq, r.Time)
-		s.timeline.add(newTimelineEntry(r.Event, s.lab, r.Notice, r.Time))
 		if r.Event.By == model.Student {
 			s.lastOwn = r.Time
 		}

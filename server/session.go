@@ -16,7 +16,7 @@ import (
 // session is one lab session, named by a UUID.
 //
 // Ownership: mu guards inbox, draining, heard, gone, conns, watchers, frame, row,
-// timeline, lastActive and lastOwn; expiring, stored, creator and admitted are guarded
+// lastActive and lastOwn; expiring, stored, creator and admitted are guarded
 // by Server.mu. The lab, its encoder and the run and rename counts are owned
 // by the goroutine that drains the inbox; at most one drains at
 // a time (chosen under mu, by the draining flag), so changes apply one at a
@@ -55,7 +55,6 @@ type session struct {
 	watchers map[*conn]struct{} // instructor connections watching this session
 	frame    *sharedFrame       // the encoded state as of the last change; the session holds a reference
 	row      sessionRow         // the overview's row, as of the last change
-	timeline timeline
 
 	lastActive time.Time // the last change: connections do not extend a session's life
 	gone       bool      // the janitor is deleting it: submit refuses
@@ -91,9 +90,15 @@ type pending struct {
 	// refresh: no command, only a new state frame for every tab and
 	// watcher (a class setting changed; setRequirePredictions).
 	refresh bool
-	cmd     model.Command
-	from    *conn          // the connection that sent it, for its error frame; may be nil
-	done    chan<- outcome // optional; receives the result (buffered by the caller)
+	// watch: no command; from, an instructor connection, starts watching
+	// (session.watch).
+	watch bool
+	// timeline: no command; the session's recent timeline goes to done
+	// (recentTimeline).
+	timeline bool
+	cmd      model.Command
+	from     *conn          // the connection that sent it, for its error frame; may be nil
+	done     chan<- outcome // optional; receives the result (buffered by the caller)
 }
 
 // outcome is what became of a pending command: refused with err, or applied,
@@ -103,7 +108,12 @@ type outcome struct {
 	err       error
 	notice    string
 	delivered bool
+	timeline  []timelineEntry // for a timeline pending
 }
+
+// control says p carries no command: it is not one of the session's
+// changes, so a full inbox does not refuse it.
+func (p pending) control() bool { return p.refresh || p.watch || p.timeline }
 
 func newSession(id string, cfg *Config, m *metrics, frames *framePool, changed func()) *session {
 	now := cfg.Now()
@@ -152,19 +162,51 @@ func (s *session) touchTabs() {
 }
 
 // watch adds an instructor connection: it gets the state exactly as the
-// students get it, then the whole timeline, then both after every change.
+// students get it, then the recent timeline, then both after every change.
+// The drainer adds it (addWatcher), between two changes, once it has read
+// the timeline from the log.
 func (s *session) watch(c *conn) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.watchers[c] = struct{}{}
-	c.sendShared(s.frame)
-	c.sendState(timelineFrame(s.id, true, s.timeline.entries()))
+	c.watching.Store(s)
+	s.submit(pending{watch: true, from: c})
 }
 
 func (s *session) unwatch(c *conn) {
+	c.watching.CompareAndSwap(s, nil) // a watch still waiting adds nothing
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.watchers, c)
+}
+
+// addWatcher adds c as a watcher, unless it stopped watching since it
+// asked. Called by the drainer.
+func (s *session) addWatcher(p pending) {
+	entries, err := s.recentChanges()
+	if err != nil {
+		s.refuse(p, err)
+		return
+	}
+	c := p.from
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.watching.Load() != s {
+		return
+	}
+	s.watchers[c] = struct{}{}
+	c.sendShared(s.frame)
+	c.sendState(timelineFrame(s.id, true, entries))
+}
+
+// recentChanges reads the session's last maxTimeline changes from the log.
+// The log is the truth: keeping a timeline in memory as well cost every
+// change about 2 % of the memory lab's CPU (BENCHMARKS.md, round 10).
+// Called by the drainer, whose lab is at the seq its last frame shows.
+func (s *session) recentChanges() ([]timelineEntry, error) {
+	seq := s.lab.Seq()
+	recs, err := s.store.EventsAfter(context.Background(), s.id, seq-min(seq, maxTimeline))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errCannotRead, err)
+	}
+	return timelineFrom(recs, s.lab), nil
 }
 
 // submit queues a command and, if nobody is draining the session, drains it
@@ -176,7 +218,7 @@ func (s *session) submit(p pending) {
 		s.refuse(p, errSessionExpiring)
 		return
 	}
-	if len(s.inbox) >= maxInbox && !p.refresh {
+	if len(s.inbox) >= maxInbox && !p.control() {
 		s.mu.Unlock()
 		s.refuse(p, errSessionBusy)
 		return
@@ -252,8 +294,20 @@ func (s *session) drain() {
 // no client ever sees a change that a crash could lose; a failed append
 // refuses the change and leaves the session as it was.
 func (s *session) apply(p pending) {
-	if p.refresh {
+	switch {
+	case p.refresh:
 		s.republish()
+		return
+	case p.watch:
+		s.addWatcher(p)
+		return
+	case p.timeline:
+		entries, err := s.recentChanges()
+		if err != nil {
+			s.refuse(p, err)
+			return
+		}
+		p.done <- outcome{timeline: entries}
 		return
 	}
 	if p.cmd.Kind == model.Deliver && p.cmd.By == model.Student && p.cmd.Predict == model.NoPrediction && s.requirePredictions.Load() {
@@ -409,7 +463,6 @@ func (s *session) publish(ev model.Event, notice string, now time.Time) {
 	frame, v := s.enc.frame(s.lab)
 	s.clock.receipts(v.Receipts)
 	prog := s.clock.progress(v)
-	entry := newTimelineEntry(ev, s.lab, notice, now)
 	s.mu.Lock()
 	old := s.frame
 	s.frame = frame
@@ -420,14 +473,13 @@ func (s *session) publish(ev model.Event, notice string, now time.Time) {
 	s.row = newRow(s.id, v, s.lastOwn)
 	s.row.progress = prog
 	s.row.Tabs = len(s.conns)
-	s.timeline.add(entry)
 	for _, c := range s.conns {
 		c.sendShared(frame)
 	}
 	if len(s.watchers) > 0 {
 		// Encoded only when someone watches: one small entry, under mu so
 		// that it goes out in the same order as the state.
-		delta := timelineFrame(s.id, false, []timelineEntry{entry})
+		delta := timelineFrame(s.id, false, []timelineEntry{newTimelineEntry(ev, s.lab.Seq(), s.lab, notice, now)})
 		for c := range s.watchers {
 			c.sendShared(frame)
 			c.sendState(delta)
@@ -521,12 +573,13 @@ func (s *session) overviewRow() sessionRow {
 }
 
 // recentTimeline returns the session's last maxTimeline changes, oldest
-// first: a ring in memory, filled from the event log on Start and by every
-// change after it. The whole log is the export (export.go).
-func (s *session) recentTimeline() []timelineEntry {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.timeline.entries()
+// first, read from the log between two changes. The whole log is the
+// export (export.go). Not to be called by a drainer.
+func (s *session) recentTimeline() ([]timelineEntry, error) {
+	done := make(chan outcome, 1)
+	s.submit(pending{timeline: true, done: done})
+	o := <-done
+	return o.timeline, o.err
 }
 
 func injectMode(deliver bool) string {

@@ -5,6 +5,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolcall-lab/lab/model"
+	"github.com/toolcall-lab/lab/store"
 )
 
 // The instructor's timeline of a session: its recent events, named with the
@@ -28,12 +29,13 @@ type timelineEntry struct {
 	Right     *bool  `json:"right,omitempty"`
 }
 
-// newTimelineEntry describes ev, which has just left l with notice. Only a
-// delivery says its notice: the session's notice is unchanged by queueing or
-// renaming, and repeating the last delivery's notice on a queued row read as
-// if queueing had failed.
-func newTimelineEntry(ev model.Event, l *model.Lab, notice string, at time.Time) timelineEntry {
-	e := timelineEntry{Seq: l.Seq(), Time: at, Actor: ev.By.String(), Kind: ev.KindName()}
+// newTimelineEntry describes ev, stored as seq with notice at at, in the
+// session l (at seq or later: a message never changes once held). Only a
+// delivery says its notice: the session's notice is unchanged by queueing
+// or renaming, and repeating the last delivery's notice on a queued row
+// read as if queueing had failed.
+func newTimelineEntry(ev model.Event, seq uint64, l *model.Lab, notice string, at time.Time) timelineEntry {
+	e := timelineEntry{Seq: seq, Time: at, Actor: ev.By.String(), Kind: ev.KindName()}
 	if ev.Kind == model.MessageDelivered || ev.Kind == model.MessageInjected && ev.Deliver {
 		e.Notice = notice
 	}
@@ -64,26 +66,17 @@ func cut(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// timeline is a ring of the last maxTimeline entries; its owner guards it.
-type timeline struct {
-	buf  []timelineEntry
-	next int // where the oldest entry is once buf is full
-}
-
-func (t *timeline) add(e timelineEntry) {
-	if len(t.buf) < maxTimeline {
-		t.buf = append(t.buf, e)
-		return
+// timelineFrom makes the entries of recs, records of session l up to its
+// seq; later ones (another replica's, not yet applied here) are left out.
+func timelineFrom(recs []store.Record, l *model.Lab) []timelineEntry {
+	entries := make([]timelineEntry, 0, len(recs))
+	for _, r := range recs {
+		if r.Seq > l.Seq() {
+			break
+		}
+		entries = append(entries, newTimelineEntry(r.Event, r.Seq, l, r.Notice, r.Time))
 	}
-	t.buf[t.next] = e
-	t.next = (t.next + 1) % maxTimeline
-}
-
-// entries returns a copy, oldest first.
-func (t *timeline) entries() []timelineEntry {
-	out := make([]timelineEntry, 0, len(t.buf))
-	out = append(out, t.buf[t.next:]...)
-	return append(out, t.buf[:t.next]...)
+	return entries
 }
 
 // timelineFrame carries timeline entries of one session to an instructor:

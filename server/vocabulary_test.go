@@ -27,7 +27,7 @@ func TestOneEventVocabulary(t *testing.T) {
 		{model.Event{Kind: model.MessageInjected, By: model.Instructor, Message: deadline}, "injected", "deadline"},
 		{model.Event{Kind: model.MessageInjected, By: model.Instructor, Message: deadline, Deliver: true}, "injected-delivered", "deadline"},
 	} {
-		e := newTimelineEntry(tt.ev, model.NewLab(), "", time.Time{})
+		e := newTimelineEntry(tt.ev, 1, model.NewLab(), "", time.Time{})
 		if e.Kind != tt.want || store.Kind(tt.ev) != tt.want || e.MessageKind != tt.messageKind {
 			t.Errorf("%+v: timeline %q (%q), store %q, want %q (%q)", tt.ev, e.Kind, e.MessageKind, store.Kind(tt.ev), tt.want, tt.messageKind)
 		}
