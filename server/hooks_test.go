@@ -1,6 +1,11 @@
 package server
 
-import "context"
+import (
+	"context"
+	"testing"
+
+	"github.com/google/uuid"
+)
 
 // Sweep runs one janitor pass now, for tests.
 func (s *Server) Sweep(ctx context.Context) error { return s.sweep(ctx) }
@@ -38,4 +43,21 @@ func (s *Server) StoredSessions() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.stored
+}
+
+// newTestSession returns a new session of a server with the default
+// config, and the server.
+func newTestSession(t testing.TB) (*Server, *session) {
+	t.Helper()
+	srv, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, newSession(uuid.NewString(), &srv.cfg, srv.metrics, srv.frames, func() {})
+}
+
+// collector is a connection that keeps every frame it is sent in its
+// outbox, for a test to read, and starts no flusher.
+func collector(m *metrics) *conn {
+	return &conn{stopped: true, budget: 1 << 30, total: &outboxBudget{max: 1 << 30}, metrics: m}
 }

@@ -19,7 +19,7 @@ func TestOverviewStopWaitsForFlush(t *testing.T) {
 		}
 		return nil
 	}, func(rows []sessionRow) classSummary { return summarize(rows, time.Now(), time.Minute) })
-	c := &conn{stopped: true, budget: 1 << 20, total: &outboxBudget{max: 1 << 20}} // collects frames; starts no flusher
+	c := collector(nil)
 	o.subscribe(c, "")
 	o.mark()
 	<-entered

@@ -196,6 +196,17 @@ func (s *session) addWatcher(p pending) {
 	c.sendState(timelineFrame(s.id, true, entries))
 }
 
+// sendTimeline answers a timeline pending (recentTimeline). Called by the
+// drainer.
+func (s *session) sendTimeline(p pending) {
+	entries, err := s.recentChanges()
+	if err != nil {
+		s.refuse(p, err)
+		return
+	}
+	p.done <- outcome{timeline: entries}
+}
+
 // recentChanges reads the session's last maxTimeline changes from the log.
 // The log is the truth: keeping a timeline in memory as well cost every
 // change about 2 % of the memory lab's CPU (BENCHMARKS.md, round 10).
@@ -302,12 +313,7 @@ func (s *session) apply(p pending) {
 		s.addWatcher(p)
 		return
 	case p.timeline:
-		entries, err := s.recentChanges()
-		if err != nil {
-			s.refuse(p, err)
-			return
-		}
-		p.done <- outcome{timeline: entries}
+		s.sendTimeline(p)
 		return
 	}
 	if p.cmd.Kind == model.Deliver && p.cmd.By == model.Student && p.cmd.Predict == model.NoPrediction && s.requirePredictions.Load() {

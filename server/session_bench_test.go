@@ -50,7 +50,7 @@ func BenchmarkSessionChange(b *testing.B) {
 				sess.unsubscribe(c)
 			}
 			sess = newSession(uuid.NewString(), &srv.cfg, srv.metrics, srv.frames, func() {})
-			c = &conn{stopped: true, budget: 1 << 30, total: &outboxBudget{max: 1 << 30}, metrics: srv.metrics}
+			c = collector(srv.metrics)
 			sess.subscribe(c)
 		}
 		cmd, err := decodeFrame(frames[i%100], model.Student)

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/google/uuid"
-
 	"github.com/toolcall-lab/lab/model"
 )
 
@@ -16,12 +14,8 @@ import (
 // rewritten by a later change: its seq or its queue would not match.
 func TestSharedFramesOutliveNewerOnes(t *testing.T) {
 	t.Parallel()
-	srv, err := New(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess := newSession(uuid.NewString(), &srv.cfg, srv.metrics, srv.frames, func() {})
-	slow := &conn{stopped: true, budget: 1 << 30, total: &outboxBudget{max: 1 << 30}} // collects frames; writes none
+	srv, sess := newTestSession(t)
+	slow := collector(srv.metrics) // a tab that has not read yet
 	sess.subscribe(slow)
 	const changes = 40 // below maxPendingStates: every frame stays queued
 	for i := 1; i <= changes; i++ {

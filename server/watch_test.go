@@ -1,10 +1,6 @@
 package server
 
-import (
-	"testing"
-
-	"github.com/google/uuid"
-)
+import "testing"
 
 // TestWatchWithdrawnBeforeItsTurn: a watch still waiting in the session's
 // inbox when the instructor stops watching adds nothing (the connection
@@ -12,12 +8,8 @@ import (
 // with the state and the timeline.
 func TestWatchWithdrawnBeforeItsTurn(t *testing.T) {
 	t.Parallel()
-	srv, err := New(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess := newSession(uuid.NewString(), &srv.cfg, srv.metrics, srv.frames, func() {})
-	c := &conn{stopped: true, budget: 1 << 20, total: &outboxBudget{max: 1 << 20}} // collects frames; starts no flusher
+	srv, sess := newTestSession(t)
+	c := collector(srv.metrics)
 	queued := func() int {
 		c.mu.Lock()
 		defer c.mu.Unlock()
