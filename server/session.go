@@ -87,19 +87,31 @@ type session struct {
 
 // pending is a command waiting to be applied, with where its refusal goes.
 type pending struct {
-	// refresh: no command, only a new state frame for every tab and
-	// watcher (a class setting changed; setRequirePredictions).
-	refresh bool
-	// watch: no command; from, an instructor connection, starts watching
-	// (session.watch).
-	watch bool
-	// timeline: no command; the session's recent timeline goes to done
-	// (recentTimeline).
-	timeline bool
-	cmd      model.Command
-	from     *conn          // the connection that sent it, for its error frame; may be nil
-	done     chan<- outcome // optional; receives the result (buffered by the caller)
+	// control, when set, says the pending carries no command but work of
+	// the drainer's (see controlKind).
+	control controlKind
+	cmd     model.Command
+	from    *conn          // the connection that sent it, for its error frame; may be nil
+	done    chan<- outcome // optional; receives the result (buffered by the caller)
 }
+
+// controlKind is the drainer's work a pending asks for in place of a
+// command. It is not one of the session's changes, so a full inbox does not
+// refuse it.
+type controlKind uint8
+
+const (
+	noControl controlKind = iota
+	// refreshState: a new state frame for every tab and watcher (a class
+	// setting changed; setRequirePredictions).
+	refreshState
+	// addWatch: from, an instructor connection, starts watching
+	// (session.watch).
+	addWatch
+	// readTimeline: the session's recent timeline goes to done
+	// (recentTimeline).
+	readTimeline
+)
 
 // outcome is what became of a pending command: refused with err, or applied,
 // leaving notice; delivered says the change delivered a message (so notice
@@ -108,12 +120,8 @@ type outcome struct {
 	err       error
 	notice    string
 	delivered bool
-	timeline  []timelineEntry // for a timeline pending
+	timeline  []timelineEntry // for a readTimeline pending
 }
-
-// control says p carries no command: it is not one of the session's
-// changes, so a full inbox does not refuse it.
-func (p pending) control() bool { return p.refresh || p.watch || p.timeline }
 
 func newSession(id string, cfg *Config, m *metrics, frames *framePool, changed func()) *session {
 	now := cfg.Now()
@@ -167,7 +175,7 @@ func (s *session) touchTabs() {
 // the timeline from the log.
 func (s *session) watch(c *conn) {
 	c.watching.Store(s)
-	s.submit(pending{watch: true, from: c})
+	s.submit(pending{control: addWatch, from: c})
 }
 
 func (s *session) unwatch(c *conn) {
@@ -196,7 +204,7 @@ func (s *session) addWatcher(p pending) {
 	c.sendState(timelineFrame(s.id, true, entries))
 }
 
-// sendTimeline answers a timeline pending (recentTimeline). Called by the
+// sendTimeline answers a readTimeline pending (recentTimeline). Called by the
 // drainer.
 func (s *session) sendTimeline(p pending) {
 	entries, err := s.recentChanges()
@@ -229,7 +237,7 @@ func (s *session) submit(p pending) {
 		s.refuse(p, errSessionExpiring)
 		return
 	}
-	if len(s.inbox) >= maxInbox && !p.control() {
+	if len(s.inbox) >= maxInbox && p.control == noControl {
 		s.mu.Unlock()
 		s.refuse(p, errSessionBusy)
 		return
@@ -305,14 +313,14 @@ func (s *session) drain() {
 // no client ever sees a change that a crash could lose; a failed append
 // refuses the change and leaves the session as it was.
 func (s *session) apply(p pending) {
-	switch {
-	case p.refresh:
+	switch p.control {
+	case refreshState:
 		s.republish()
 		return
-	case p.watch:
+	case addWatch:
 		s.addWatcher(p)
 		return
-	case p.timeline:
+	case readTimeline:
 		s.sendTimeline(p)
 		return
 	}
@@ -501,7 +509,7 @@ func (s *session) publish(ev model.Event, notice string, now time.Time) {
 // and reaches every tab and watcher as a new state frame.
 func (s *session) setRequirePredictions(on bool) {
 	if s.requirePredictions.Swap(on) != on {
-		s.submit(pending{refresh: true})
+		s.submit(pending{control: refreshState})
 	}
 }
 
@@ -583,7 +591,7 @@ func (s *session) overviewRow() sessionRow {
 // export (export.go). Not to be called by a drainer.
 func (s *session) recentTimeline() ([]timelineEntry, error) {
 	done := make(chan outcome, 1)
-	s.submit(pending{timeline: true, done: done})
+	s.submit(pending{control: readTimeline, done: done})
 	o := <-done
 	return o.timeline, o.err
 }
