@@ -172,36 +172,51 @@ func predictField(v jsjson.Value) (model.Prediction, error) {
 // stateEncoder encodes one session's state frames, once per change; the
 // bytes go to every connection of the session. Held messages and receipts
 // never change once added, so it keeps them encoded and encodes only what a
-// change adds: a frame costs its header and one copy, not the whole state.
+// change adds.
+//
+// A frame lists the receipts, then the queue, then everything else (seq,
+// call, notice, draft, name, exercise): what grows comes first, most of it
+// the receipts, and what is rewritten comes last. So the session's frame,
+// once nobody else holds it, is written over from the first byte that
+// changed (rewrite): a change copies what it adds, not the whole state.
+// JSON's objects are unordered; the keys' order is no part of the protocol.
 type stateEncoder struct {
 	queue, receipts []byte // encoded entries, comma-separated
 	held, received  int    // entries encoded so far
-	head            []byte // scratch: what goes before queue
-	prefix          []byte // the frame's start, up to its seq: the same in every frame
+	// rest is what follows the queue, as of the last encode.
+	rest   []byte
+	prefix []byte // the frame's start, up to its receipts: the same in every frame
 	// The parts that change with only some changes, each encoded again
 	// only when what it is encoded from does: queueing changes neither the
 	// call nor the notice; the draft changes with a new run; the tail
-	// (after receipts) with a step, a prediction, a rename or a setting.
+	// (after the draft) with a step, a prediction, a rename or a setting.
 	call  encodedPart[callKey]
 	draft encodedPart[string]
 	tail  encodedPart[tailKey]
 	pool  *framePool
+	// last is the frame made or rewritten last, and lastReceipts and
+	// lastQueue how many bytes of receipts and queue it holds.
+	last                    *sharedFrame
+	lastReceipts, lastQueue int
 	// predictionsRequired is the session's class setting as of this
 	// frame; the drainer sets it before encoding.
 	predictionsRequired bool
 }
 
+// betweenLists closes the receipts and opens the queue.
+const betweenLists = `],"queue":[`
+
 // newStateEncoder returns the encoder of session's frames, which take
 // their buffers from pool.
 func newStateEncoder(session string, pool *framePool) stateEncoder {
 	prefix := jsjson.AppendString([]byte(`{"type":"state","session":`), session)
-	return stateEncoder{prefix: append(prefix, `,"seq":`...), pool: pool}
+	return stateEncoder{prefix: append(prefix, `,"receipts":[`...), pool: pool}
 }
 
-// frame encodes the state of l, which must be the same session as at every
-// earlier call, and returns the view it presented. The frame comes with one
-// reference, the caller's.
-func (e *stateEncoder) frame(l *model.Lab) (*sharedFrame, model.LabView) {
+// encode brings the encoded state up to l, which must be the same session
+// as at every earlier call, and returns the view it presented; fresh or
+// rewrite then puts it in a frame.
+func (e *stateEncoder) encode(l *model.Lab) model.LabView {
 	v := l.ViewSince(e.held, e.received)
 	for _, m := range v.Queue {
 		if len(e.queue) > 0 {
@@ -247,26 +262,71 @@ func (e *stateEncoder) frame(l *model.Lab) (*sharedFrame, model.LabView) {
 	}
 	e.held, e.received = v.Held, v.Received
 
-	// The parts around queue and receipts go to scratch space first, so the
-	// frame's buffer is taken once, big enough: growing it as it was
-	// written cost a second allocation and copy of the whole frame.
-	h := append(e.head[:0], e.prefix...)
-	h = strconv.AppendUint(h, v.Seq, 10)
-	h = append(h, e.call.of(callKey{v.Call, v.Notice}, appendCall)...)
-	h = append(h, `,"draft":`...)
-	h = append(h, e.draft.of(v.Draft, jsjson.AppendString)...)
-	h = append(h, `,"queue":[`...)
-	t := e.tail.of(tailKey{v.Name, v.Exercise, e.predictionsRequired, v.Predicted, v.Right}, appendTail)
-	e.head = h
+	b := append(e.rest[:0], `],"seq":`...)
+	b = strconv.AppendUint(b, v.Seq, 10)
+	b = append(b, e.call.of(callKey{v.Call, v.Notice}, appendCall)...)
+	b = append(b, `,"draft":`...)
+	b = append(b, e.draft.of(v.Draft, jsjson.AppendString)...)
+	e.rest = append(b, e.tail.of(tailKey{v.Name, v.Exercise, e.predictionsRequired, v.Predicted, v.Right}, appendTail)...)
+	return v
+}
 
-	const between = `],"receipts":[`
-	f := e.pool.get(len(h) + len(e.queue) + len(between) + len(e.receipts) + len(t))
-	b := append(f.data, h...)
-	b = append(b, e.queue...)
-	b = append(b, between...)
+// size is the length of the frame encode encoded.
+func (e *stateEncoder) size() int {
+	return len(e.prefix) + len(e.receipts) + len(betweenLists) + len(e.queue) + len(e.rest)
+}
+
+// fresh returns a new frame of the state last encoded, with one reference,
+// the caller's. It copies the whole state.
+func (e *stateEncoder) fresh() *sharedFrame {
+	f := e.pool.get(e.size())
+	b := append(f.data, e.prefix...)
 	b = append(b, e.receipts...)
-	f.data = append(b, t...)
-	return f, v
+	b = append(b, betweenLists...)
+	b = append(b, e.queue...)
+	f.data = append(b, e.rest...)
+	e.last, e.lastReceipts, e.lastQueue = f, len(e.receipts), len(e.queue)
+	return f
+}
+
+// canRewrite reports whether rewrite(f) would write over f: f is the frame
+// made last, only its holder (the caller) holds it, and the state fits in
+// its buffer. A frame is retained only under the lock that guards handing
+// it out, so under that lock the answer stays true.
+func (e *stateEncoder) canRewrite(f *sharedFrame) bool {
+	return f != nil && f == e.last && f.refs.Load() == 1 && e.size() <= cap(f.data)
+}
+
+// rewrite writes the state last encoded over f, from the first byte that
+// changed, if canRewrite(f); it reports whether it did. The caller holds
+// the lock under which f is handed out, so that nobody takes f meanwhile.
+func (e *stateEncoder) rewrite(f *sharedFrame) bool {
+	if !e.canRewrite(f) {
+		return false
+	}
+	keep := len(e.prefix) + e.lastReceipts
+	if e.lastReceipts == len(e.receipts) {
+		keep += len(betweenLists) + e.lastQueue
+	}
+	b := f.data[:keep]
+	if e.lastReceipts != len(e.receipts) {
+		b = append(b, e.receipts[e.lastReceipts:]...)
+		b = append(b, betweenLists...)
+		b = append(b, e.queue...)
+	} else {
+		b = append(b, e.queue[e.lastQueue:]...)
+	}
+	f.data = append(b, e.rest...)
+	e.lastReceipts, e.lastQueue = len(e.receipts), len(e.queue)
+	return true
+}
+
+// frame encodes the state of l into a new frame, with one reference, the
+// caller's, and returns the view it presented: for a session not yet
+// shared with anyone.
+func (e *stateEncoder) frame(l *model.Lab) (*sharedFrame, model.LabView) {
+	v := e.encode(l)
+	return e.fresh(), v
 }
 
 // encodedPart is a part of a state frame kept encoded, with what it was
@@ -314,9 +374,9 @@ type tailKey struct {
 	predicted, right    int
 }
 
-// appendTail appends what follows a state frame's receipts.
+// appendTail appends what ends a state frame, after its draft.
 func appendTail(b []byte, k tailKey) []byte {
-	b = append(b, `],"name":`...)
+	b = append(b, `,"name":`...)
 	b = jsjson.AppendString(b, k.name)
 	b = appendExercise(b, k.exercise, k.predicted, k.right, k.predictionsRequired)
 	return append(b, '}')

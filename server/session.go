@@ -474,12 +474,12 @@ func (s *session) publish(ev model.Event, notice string, now time.Time) {
 	}
 	s.clock.steps(s.lab.Exercise(), s.lab.Seq(), now)
 	s.enc.predictionsRequired = s.requirePredictions.Load()
-	frame, v := s.enc.frame(s.lab)
+	v := s.enc.encode(s.lab)
 	s.clock.receipts(v.Receipts)
 	prog := s.clock.progress(v)
 	s.mu.Lock()
-	old := s.frame
-	s.frame = frame
+	old := s.nextFrame()
+	frame := s.frame
 	s.lastActive = now
 	if ev.By == model.Student {
 		s.lastOwn = now
@@ -500,7 +500,9 @@ func (s *session) publish(ev model.Event, notice string, now time.Time) {
 		}
 	}
 	s.mu.Unlock()
-	old.release()
+	if old != nil {
+		old.release()
+	}
 	s.changed()
 }
 
@@ -517,17 +519,37 @@ func (s *session) setRequirePredictions(on bool) {
 // carries, and hands it to every tab and watcher. Called by the drainer.
 func (s *session) republish() {
 	s.enc.predictionsRequired = s.requirePredictions.Load()
-	frame, _ := s.enc.frame(s.lab)
+	s.enc.encode(s.lab)
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.frame.release() // the outboxes hold their own references
-	s.frame = frame
+	old := s.nextFrame()
 	for _, c := range s.conns {
-		c.sendShared(frame)
+		c.sendShared(s.frame)
 	}
 	for c := range s.watchers {
-		c.sendShared(frame)
+		c.sendShared(s.frame)
 	}
+	s.mu.Unlock()
+	if old != nil {
+		old.release()
+	}
+}
+
+// nextFrame makes the state just encoded the session's frame: the frame
+// itself, rewritten, when no tab or watcher still holds it (so a change
+// copies only what it adds), else a new one. A new one copies the whole
+// state, so it is made with mu released; that is safe, since only the
+// drainer changes s.frame. Called by the drainer with mu held, and returns
+// with it held; the frame replaced, if any, is returned for the caller to
+// release once mu is, nil if it was rewritten.
+func (s *session) nextFrame() (old *sharedFrame) {
+	if s.enc.rewrite(s.frame) {
+		return nil
+	}
+	s.mu.Unlock()
+	f := s.enc.fresh()
+	s.mu.Lock()
+	old, s.frame = s.frame, f
+	return old
 }
 
 // undoRename gives the class membership its old name back when a rename

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/toolcall-lab/lab/model"
 )
@@ -72,4 +73,108 @@ func TestFramePool(t *testing.T) {
 	f := p.get(10)
 	f.release()
 	f.release()
+}
+
+// TestRewrittenFramesAreWholeStates: once its tab has written a frame, the
+// session writes its next state over that frame from the first byte that
+// changed (stateEncoder.rewrite). Every frame sent must still be the whole
+// state, byte for byte as encoded from scratch, whichever part a change
+// touched: the receipts, the queue, only what follows them, or a setting.
+// A frame the tab still holds is never written over: the next state is a
+// new frame and the held one keeps its bytes.
+func TestRewrittenFramesAreWholeStates(t *testing.T) {
+	t.Parallel()
+	srv, sess := newTestSession(t)
+	tab := collector(srv.metrics)
+	sess.subscribe(tab)
+	// sent takes the one frame the last change sent the tab, and checks it
+	// against the session's state encoded by a new encoder.
+	sent := func(step string) *sharedFrame {
+		t.Helper()
+		tab.mu.Lock()
+		defer tab.mu.Unlock()
+		if len(tab.outbox) != 1 {
+			t.Fatalf("%s: %d frames sent, want 1", step, len(tab.outbox))
+		}
+		f := tab.outbox[0].shared
+		tab.outbox, tab.nStates, tab.queued = nil, 0, 0
+		e := newStateEncoder(sess.id, &framePool{})
+		e.predictionsRequired = sess.requirePredictions.Load()
+		want, _ := e.frame(sess.lab)
+		if string(f.data) != string(want.data) {
+			t.Fatalf("%s: sent\n%s\nwant\n%s", step, f.data, want.data)
+		}
+		return f
+	}
+	do := func(cmd model.Command) {
+		t.Helper()
+		cmd.By = model.Student
+		done := make(chan outcome, 1)
+		sess.submit(pending{cmd: cmd, done: done})
+		if o := <-done; o.err != nil {
+			t.Fatalf("%+v: %v", cmd, o.err)
+		}
+	}
+	reply := func(run string) model.Command {
+		return model.Command{Kind: model.QueueReply, Raw: `{"runId":"` + run + `","callId":"lookup","kind":"completed","output":"Answer for ` + run + `"}`}
+	}
+
+	first := sent("the first state")
+	first.release()
+	rewritten, grown := 0, 0
+	steps := []struct {
+		name string
+		cmd  model.Command
+	}{
+		{"a reply queued (the queue grows)", reply("run-1")},
+		{"a deadline queued", model.Command{Kind: model.QueueDeadline}},
+		{"a delivery (the receipts grow)", model.Command{Kind: model.Deliver, Message: 1}},
+		{"a new run (only what follows the lists)", model.Command{Kind: model.StartRun}},
+		{"a late delivery with a prediction", model.Command{Kind: model.Deliver, Message: 1, Predict: model.PredictIgnored}},
+		{"a rename", model.Command{Kind: model.Rename, Name: "Ada"}},
+		{"a reply that is not JSON", model.Command{Kind: model.QueueReply, Raw: `{"runId":`}},
+		{"its delivery", model.Command{Kind: model.Deliver, Message: 3}},
+	}
+	last := first
+	for _, st := range steps {
+		do(st.cmd)
+		f := sent(st.name)
+		switch fits := len(f.data) <= cap(last.data); {
+		case f == last:
+			rewritten++
+		case fits:
+			t.Errorf("%s: a new frame, though the state fits in the one before", st.name)
+		default:
+			grown++ // a new frame from the next bucket
+		}
+		last = f
+		f.release()
+	}
+	if rewritten == 0 || rewritten+grown != len(steps) {
+		t.Errorf("of %d states, %d were written over the frame before and %d outgrew it", len(steps), rewritten, grown)
+	}
+
+	// A frame the tab holds is not written over.
+	do(reply("run-2"))
+	held := sent("a reply queued while the tab holds the frame before")
+	kept := string(held.data)
+	do(model.Command{Kind: model.Deliver, Message: 4})
+	next := sent("a delivery while the tab holds the frame before")
+	if next == held || string(held.data) != kept {
+		t.Fatalf("the held frame was written over:\n%s\nwas\n%s", held.data, kept)
+	}
+	held.release()
+	next.release()
+
+	// A setting changes only what follows the lists.
+	sess.setRequirePredictions(true)
+	for deadline := time.Now().Add(10 * time.Second); !sess.idle(); {
+		if time.Now().After(deadline) {
+			t.Fatal("the setting's new state was not published")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if f := sent("a setting changed"); f != next {
+		t.Error("a setting's state was not written over the frame before it")
+	}
 }
