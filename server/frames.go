@@ -174,18 +174,19 @@ func predictField(v jsjson.Value) (model.Prediction, error) {
 // never change once added, so it keeps them encoded and encodes only what a
 // change adds.
 //
-// A frame lists the receipts, then the queue, then everything else (seq,
-// call, notice, draft, name, exercise): what grows comes first, most of it
-// the receipts, and what is rewritten comes last. So the session's frame,
-// once nobody else holds it, is written over from the first byte that
-// changed (rewrite): a change copies what it adds, not the whole state.
-// JSON's objects are unordered; the keys' order is no part of the protocol.
+// A frame lists the queue, then the receipts, then everything else (seq,
+// call, notice, draft, name, exercise): what grows comes first and what is
+// rewritten comes last. So the session's frame, once nobody else holds it,
+// is written over from the first byte that changed (rewrite): a change
+// copies what it adds, and a queued message the receipts after it, not the
+// whole state. JSON's objects are unordered; the keys' order is no part of
+// the protocol.
 type stateEncoder struct {
 	queue, receipts []byte // encoded entries, comma-separated
 	held, received  int    // entries encoded so far
-	// rest is what follows the queue, as of the last encode.
+	// rest is what follows the receipts, as of the last encode.
 	rest   []byte
-	prefix []byte // the frame's start, up to its receipts: the same in every frame
+	prefix []byte // the frame's start, up to its queue: the same in every frame
 	// The parts that change with only some changes, each encoded again
 	// only when what it is encoded from does: queueing changes neither the
 	// call nor the notice; the draft changes with a new run; the tail
@@ -194,23 +195,23 @@ type stateEncoder struct {
 	draft encodedPart[string]
 	tail  encodedPart[tailKey]
 	pool  *framePool
-	// last is the frame made or rewritten last, and lastReceipts and
-	// lastQueue how many bytes of receipts and queue it holds.
+	// last is the frame made or rewritten last, and lastQueue and
+	// lastReceipts how many bytes of queue and receipts it holds.
 	last                    *sharedFrame
-	lastReceipts, lastQueue int
+	lastQueue, lastReceipts int
 	// predictionsRequired is the session's class setting as of this
 	// frame; the drainer sets it before encoding.
 	predictionsRequired bool
 }
 
-// betweenLists closes the receipts and opens the queue.
-const betweenLists = `],"queue":[`
+// betweenLists closes the queue and opens the receipts.
+const betweenLists = `],"receipts":[`
 
 // newStateEncoder returns the encoder of session's frames, which take
 // their buffers from pool.
 func newStateEncoder(session string, pool *framePool) stateEncoder {
 	prefix := jsjson.AppendString([]byte(`{"type":"state","session":`), session)
-	return stateEncoder{prefix: append(prefix, `,"receipts":[`...), pool: pool}
+	return stateEncoder{prefix: append(prefix, `,"queue":[`...), pool: pool}
 }
 
 // encode brings the encoded state up to l, which must be the same session
@@ -273,7 +274,7 @@ func (e *stateEncoder) encode(l *model.Lab) model.LabView {
 
 // size is the length of the frame encode encoded.
 func (e *stateEncoder) size() int {
-	return len(e.prefix) + len(e.receipts) + len(betweenLists) + len(e.queue) + len(e.rest)
+	return len(e.prefix) + len(e.queue) + len(betweenLists) + len(e.receipts) + len(e.rest)
 }
 
 // fresh returns a new frame of the state last encoded, with one reference,
@@ -281,11 +282,11 @@ func (e *stateEncoder) size() int {
 func (e *stateEncoder) fresh() *sharedFrame {
 	f := e.pool.get(e.size())
 	b := append(f.data, e.prefix...)
-	b = append(b, e.receipts...)
-	b = append(b, betweenLists...)
 	b = append(b, e.queue...)
+	b = append(b, betweenLists...)
+	b = append(b, e.receipts...)
 	f.data = append(b, e.rest...)
-	e.last, e.lastReceipts, e.lastQueue = f, len(e.receipts), len(e.queue)
+	e.last, e.lastQueue, e.lastReceipts = f, len(e.queue), len(e.receipts)
 	return f
 }
 
@@ -304,20 +305,20 @@ func (e *stateEncoder) rewrite(f *sharedFrame) bool {
 	if !e.canRewrite(f) {
 		return false
 	}
-	keep := len(e.prefix) + e.lastReceipts
-	if e.lastReceipts == len(e.receipts) {
-		keep += len(betweenLists) + e.lastQueue
+	keep := len(e.prefix) + e.lastQueue
+	if e.lastQueue == len(e.queue) {
+		keep += len(betweenLists) + e.lastReceipts
 	}
 	b := f.data[:keep]
-	if e.lastReceipts != len(e.receipts) {
-		b = append(b, e.receipts[e.lastReceipts:]...)
-		b = append(b, betweenLists...)
-		b = append(b, e.queue...)
-	} else {
+	if e.lastQueue != len(e.queue) {
 		b = append(b, e.queue[e.lastQueue:]...)
+		b = append(b, betweenLists...)
+		b = append(b, e.receipts...)
+	} else {
+		b = append(b, e.receipts[e.lastReceipts:]...)
 	}
 	f.data = append(b, e.rest...)
-	e.lastReceipts, e.lastQueue = len(e.receipts), len(e.queue)
+	e.lastQueue, e.lastReceipts = len(e.queue), len(e.receipts)
 	return true
 }
 

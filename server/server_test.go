@@ -61,7 +61,7 @@ func TestNewSessionState(t *testing.T) {
 	_, ts := runLab(t, server.Config{})
 	id := newID()
 	_, f := dial(t, ts, id)
-	want := `{"type":"state","session":"` + id + `","receipts":[],"queue":[],"seq":0,"call":{"runId":"run-1","callId":"lookup","status":"Pending","detail":""},"notice":"Ready. Queue a reply or a local deadline observation.","draft":"{\"runId\":\"run-1\",\"callId\":\"lookup\",\"kind\":\"completed\",\"output\":\"Answer for run-1\"}","name":"",` +
+	want := `{"type":"state","session":"` + id + `","queue":[],"receipts":[],"seq":0,"call":{"runId":"run-1","callId":"lookup","status":"Pending","detail":""},"notice":"Ready. Queue a reply or a local deadline observation.","draft":"{\"runId\":\"run-1\",\"callId\":\"lookup\",\"kind\":\"completed\",\"output\":\"Answer for run-1\"}","name":"",` +
 		`"exercise":{"done":[],"current":1,"parts":[[false],[false],[false],[false,false,false],[false],[false],[false,false],[false,false,false],[false,false]],"predictionsRequired":false},"predictions":{"made":0,"right":0}}`
 	if string(f.raw) != want {
 		t.Fatalf("first frame:\n got %s\nwant %s", f.raw, want)

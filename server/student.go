@@ -142,6 +142,7 @@ func (s *Server) serveStudent(ws *websocket.Conn, sess *session, remote string) 
 	gauge := s.metrics.connections.WithLabelValues(model.Student.String())
 	gauge.Inc()
 	log.Info("websocket open")
+	c.deferFlush() // the first state is written by readLoop itself, before its first read: no goroutine for it
 	sess.subscribe(c)
 	err := c.readLoop(sess)
 	sess.unsubscribe(c)
