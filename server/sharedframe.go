@@ -12,7 +12,10 @@ import (
 // KiB, zeroed) for every change was a fifth of the memory path's CPU with
 // the collector's share (BENCHMARKS.md). A holder takes its reference with
 // retain before it can be seen by anyone else, and gives it up once with
-// release; data is read-only while any reference is held.
+// release. data is read-only while anyone but its session holds a
+// reference: the session writes its next state over it only when it holds
+// the only one, under the lock it hands the frame out under
+// (stateEncoder.rewrite).
 type sharedFrame struct {
 	data []byte
 	refs atomic.Int32
