@@ -290,32 +290,24 @@ func (e *stateEncoder) fresh() *sharedFrame {
 	return f
 }
 
-// canRewrite reports whether rewrite(f) would write over f: f is the frame
+// rewrite writes the state last encoded over f from the first byte that
+// changed, and reports whether it did. It does so only when f is the frame
 // made last, only its holder (the caller) holds it, and the state fits in
 // its buffer. A frame is retained only under the lock that guards handing
-// it out, so under that lock the answer stays true.
-func (e *stateEncoder) canRewrite(f *sharedFrame) bool {
-	return f != nil && f == e.last && f.refs.Load() == 1 && e.size() <= cap(f.data)
-}
-
-// rewrite writes the state last encoded over f, from the first byte that
-// changed, if canRewrite(f); it reports whether it did. The caller holds
-// the lock under which f is handed out, so that nobody takes f meanwhile.
+// it out, and the caller holds that lock, so nobody takes f meanwhile.
 func (e *stateEncoder) rewrite(f *sharedFrame) bool {
-	if !e.canRewrite(f) {
+	if f == nil || f != e.last || f.refs.Load() != 1 || e.size() > cap(f.data) {
 		return false
 	}
-	keep := len(e.prefix) + e.lastQueue
-	if e.lastQueue == len(e.queue) {
-		keep += len(betweenLists) + e.lastReceipts
-	}
-	b := f.data[:keep]
+	// A new message moves the receipts after it; else only new receipts
+	// and what follows them are written.
+	var b []byte
 	if e.lastQueue != len(e.queue) {
-		b = append(b, e.queue[e.lastQueue:]...)
+		b = append(f.data[:len(e.prefix)+e.lastQueue], e.queue[e.lastQueue:]...)
 		b = append(b, betweenLists...)
 		b = append(b, e.receipts...)
 	} else {
-		b = append(b, e.receipts[e.lastReceipts:]...)
+		b = append(f.data[:len(e.prefix)+e.lastQueue+len(betweenLists)+e.lastReceipts], e.receipts[e.lastReceipts:]...)
 	}
 	f.data = append(b, e.rest...)
 	e.lastQueue, e.lastReceipts = len(e.queue), len(e.receipts)
