@@ -27,10 +27,12 @@ func TestMechanismsLiveOnce(t *testing.T) {
 		}
 		files[e.Name()] = string(b)
 	}
+	// The texts are split so that this file does not contain them: a grep
+	// of static/ for them finds dom.js alone.
 	for _, c := range []struct{ what, text string }{
-		{"opens a WebSocket", "new WebSocket("},
-		{"defines api()", "function api("},
-		{"parses a class scope from the path", `/^\/instructor\/classes\/(`},
+		{"opens a WebSocket", "new " + "WebSocket("},
+		{"defines api()", "function " + "api("},
+		{"parses a class scope from the path", `/^\/instructor\/` + `classes\/(`},
 	} {
 		var in []string
 		for name, body := range files {
