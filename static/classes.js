@@ -5,25 +5,9 @@
 // injections are instructor.js's, scoped to the class by the same path.
 // Server text goes through textContent only (dom.js).
 
-import { byId, list as items, requestJSON, setText, str } from "./dom.js";
+import { api, byId, classPath, classScope, list as items, setText, str } from "./dom.js";
 
 const scope = classScope();
-
-// classScope is the class id of a class console's path, "" on /instructor.
-export function classScope() {
-  const m = location.pathname.match(/^\/instructor\/classes\/([^/]+)\/?$/);
-  return m ? decodeURIComponent(m[1]) : "";
-}
-
-async function api(method, path, body) {
-  const resp = await requestJSON(method, path, body);
-  if (resp.status === 401) location.assign("/instructor/login");
-  const out = await resp.json().catch(() => ({}));
-  if (!resp.ok) throw new Error(str(out.error) || `The server answered ${resp.status}.`);
-  return out;
-}
-
-const classPath = (id) => `/api/classes/${encodeURIComponent(id)}`;
 
 // ---- the list (/instructor) -------------------------------------------------
 

@@ -17,19 +17,23 @@
 // form.
 
 import {
+  APIError,
   ConnectionIndicator,
   KeyedList,
-  Reconnect,
+  LiveSocket,
+  api,
   byId,
+  classPath,
+  classScope,
   list,
   localTime,
+  loggedOut,
   num,
-  requestJSON,
   setData,
   setText,
-  socketURL,
   str,
   syncList,
+  whenLoggedOut,
 } from "./dom.js";
 import { initProgress, renderProgress, stopProgress } from "./progress.js";
 
@@ -38,12 +42,10 @@ import { initProgress, renderProgress, stopProgress } from "./progress.js";
 // watch shows what a fresh watch would, and the table does not grow forever.
 const MAX_TIMELINE = 2000;
 
-const LOGIN_PAGE = "/instructor/login";
-
 // scope is the class of a class console (/instructor/classes/{id}), "" for
 // the open lab (/instructor): the table, "all" and deletions mean it
 // (docs/classes.md).
-const scope = (location.pathname.match(/^\/instructor\/classes\/([^/]+)\/?$/) || [])[1] || "";
+const scope = classScope();
 
 const ui = {
   connection: byId("connection"),
@@ -84,9 +86,6 @@ const ui = {
 };
 
 const state = {
-  socket: null,
-  // An attempt that never opened counts as a failure for the backoff.
-  retry: new Reconnect(connect),
   rows: new Map(), // id -> row of the last overview
   selected: new Set(),
   sort: { key: "name", dir: 1 },
@@ -114,74 +113,38 @@ const label = (row) => row.name || shortId(row.id);
 
 const indicator = new ConnectionIndicator(ui.connection);
 
-function connect() {
-  if (state.stopped) return;
-  indicator.show("connecting", "Connecting…");
-  const ws = new WebSocket(socketURL(scope ? `/instructor/ws?class=${scope}` : "/instructor/ws"));
-  state.socket = ws;
-  let opened = false;
-  ws.addEventListener("open", () => {
-    if (state.socket !== ws) return;
-    opened = true;
-    indicator.show("connected", "Connected");
+// The socket (dom.js LiveSocket): an attempt that never opened counts as a
+// failure for the backoff; after every close it asks the API whether the
+// login has ended before trying again.
+const live = new LiveSocket(scope ? `/instructor/ws?class=${encodeURIComponent(scope)}` : "/instructor/ws", {
+  status: (s) => {
+    if (s === "connecting") indicator.show("connecting", "Connecting…");
+    else if (s === "connected") indicator.show("connected", "Connected");
+    else indicator.show("waiting", "Reconnecting…");
+  },
+  opened: () => {
     if (state.watching) send({ type: "watch", session: state.watching });
-  });
-  ws.addEventListener("message", (e) => {
-    if (state.socket === ws) receive(e.data);
-  });
-  ws.addEventListener("close", async () => {
-    if (state.socket !== ws) return;
-    state.socket = null;
-    indicator.show("waiting", "Reconnecting…");
-    // The WebSocket cannot say why it was refused: ask the API whether the
-    // login has ended before trying again.
-    if (await loginEnded()) stop();
-    else if (!state.stopped) state.retry.schedule(opened);
-  });
-}
+  },
+  frame: receive,
+  login: { probe: scope ? classPath(scope) : "/api/sessions", ended: loggedOut },
+});
 
-// loginEnded says whether the API answers 401; a server that is away has not
-// ended the login.
-async function loginEnded() {
-  if (state.stopped) return true;
-  try {
-    const resp = await fetch(scope ? `/api/classes/${scope}` : "/api/sessions", { credentials: "same-origin" });
-    return resp.status === 401;
-  } catch {
-    return false;
-  }
-}
-
-// stop ends the console for good after a 401: no socket, timer or request
-// outlives it (location.assign only starts a navigation, and the page keeps
-// running until the login form has loaded).
-function stop() {
-  if (state.stopped) return;
+// After a 401 the console stops for good (dom.js loggedOut, which then goes
+// to the login form): no socket, timer or request outlives it.
+whenLoggedOut(() => {
   state.stopped = true;
-  state.retry.cancel();
+  live.stop(1000, "logged out");
   cancelAnimationFrame(state.drawFrame);
   state.drawFrame = 0;
   stopProgress();
-  const ws = state.socket;
-  state.socket = null;
-  ws?.close(1000, "logged out");
   indicator.show("waiting", "Logged out");
-  location.assign(LOGIN_PAGE);
-}
+});
 
 function send(frame) {
-  if (state.stopped) return;
-  const ws = state.socket;
-  if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(frame));
+  if (!state.stopped) live.send(JSON.stringify(frame));
 }
 
-function receive(data) {
-  let frame;
-  try {
-    frame = JSON.parse(data);
-  } catch {
-    return;
-  }
+function receive(frame) {
   switch (frame?.type) {
     case "overview":
       state.rows = new Map(list(frame.sessions).map((r) => [str(r.id), r]));
@@ -525,29 +488,29 @@ ui.inject.addEventListener("click", async () => {
     return;
   }
   setText(ui.summary, "Injecting…");
-  let resp;
   let out;
   try {
-    resp = await requestJSON("POST", "/api/inject", body);
-  } catch {
-    setText(ui.summary, "The injection did not reach the server.");
-    return;
-  }
-  if (resp.status === 401) {
-    stop();
-    return;
-  }
-  try {
-    out = await resp.json();
-  } catch {
-    setText(ui.summary, `The server's answer could not be read (${resp.status}).`);
-    return;
+    out = await api("POST", "/api/inject", body);
+  } catch (e) {
+    if (!(e instanceof APIError)) throw e;
+    // A refusal that still says what it did in each session is shown as an
+    // answer.
+    out = e.body;
+    if (e.status === 401) return; // the console has stopped (loggedOut)
+    if (e.status === 0) {
+      setText(ui.summary, "The injection did not reach the server.");
+      return;
+    }
+    if (e.unreadable) {
+      setText(ui.summary, `The server's answer could not be read (${e.status}).`);
+      return;
+    }
+    if (list(out?.results).length === 0) {
+      setText(ui.summary, e.error || `The server refused the injection (${e.status}).`);
+      return;
+    }
   }
   const results = list(out?.results);
-  if (!resp.ok && results.length === 0) {
-    setText(ui.summary, str(out?.error) || `The server refused the injection (${resp.status}).`);
-    return;
-  }
   // A message delivered at once says what it did in each session; the
   // summary adds the class distribution ("2 unresolved, 1 ignored").
   const outcomes = Object.entries(out?.outcomes ?? {})
@@ -571,21 +534,14 @@ ui.inject.addEventListener("click", async () => {
 
 async function deleteSessions(body, what) {
   if (state.stopped || !confirm(`Delete ${what}? Their students' work is gone for good.`)) return;
-  let resp;
-  let out = {};
+  let out;
   try {
-    resp = await requestJSON("POST", "/api/sessions/delete", body);
-    if (resp.status === 401) {
-      stop();
-      return;
-    }
-    out = await resp.json();
-  } catch {
-    setText(ui.deleteMessage, "The deletion did not reach the server.");
-    return;
-  }
-  if (!resp.ok) {
-    setText(ui.deleteMessage, str(out?.error) || `The server refused the deletion (${resp.status}).`);
+    out = await api("POST", "/api/sessions/delete", body);
+  } catch (e) {
+    if (!(e instanceof APIError)) throw e;
+    if (e.status === 401) return; // the console has stopped (loggedOut)
+    if (e.status === 0 || e.unreadable) setText(ui.deleteMessage, "The deletion did not reach the server.");
+    else setText(ui.deleteMessage, e.error || `The server refused the deletion (${e.status}).`);
     return;
   }
   const gone = list(out.deleted);
@@ -609,4 +565,4 @@ ui.deleteIdle.addEventListener("click", () =>
 showInjectionFields();
 restoreView();
 initProgress();
-connect();
+live.connect();

@@ -26,13 +26,12 @@
 
 import {
   ConnectionIndicator,
-  Reconnect,
+  LiveSocket,
   byId,
   list,
   placeInOrder,
   setData,
   setText,
-  socketURL,
   str,
   syncList,
 } from "./dom.js";
@@ -105,17 +104,9 @@ const sessionId = (/^\/lab\/([^/]+)\/?$/.exec(location.pathname) ?? [])[1] ?? ""
 const observing = new URLSearchParams(location.search).has("observe");
 
 const conn = {
-  socket: null,
-  everConnected: false,
   gotState: false,
   lastSeq: -1, // highest seq rendered on the current socket
   sent: 0, // frames this tab has sent, to tell which state follows an action
-  // A connection that ended without delivering a state counts as a failure
-  // for the backoff, so a server that accepts and drops at once is not
-  // hammered.
-  retry: new Reconnect(connect),
-  tickTimer: 0, // the countdown's interval while a retry is pending
-  stopped: false, // observing without an instructor login: no more attempts
   refusal: "", // why the lab refused the last connection, shown instead of "Reconnecting"
 };
 
@@ -189,32 +180,32 @@ const quote = (text) => (text.length > NOTE_LABEL_CHARS ? `${text.slice(0, NOTE_
 const indicator = new ConnectionIndicator(ui.connection);
 const showConnection = (...args) => indicator.show(...args);
 
-function connect() {
-  if (conn.stopped) return;
-  stopRetry();
-  showConnection("connecting", conn.everConnected ? "Reconnecting…" : "Connecting…");
-  const path = observing ? "/instructor/ws" : `/lab/${encodeURIComponent(sessionId)}/ws`;
-  const ws = new WebSocket(socketURL(path));
-  conn.socket = ws;
-  conn.gotState = false;
-  // A new connection may reach a restarted server whose seq starts again, so
-  // the ordering guard only applies within one connection.
-  conn.lastSeq = -1;
-  let opened = false;
+// CLOSE_DELETED is the close code of a session an instructor deleted
+// (docs/protocol.md): reconnecting would only start an empty session at the
+// same address, so the page stops and says so.
+const CLOSE_DELETED = 4001;
 
-  ws.addEventListener("open", () => {
-    if (conn.socket !== ws) return;
-    opened = true;
-    conn.everConnected = true;
-    showConnection("connected", "Connected");
-    if (observing) ws.send(JSON.stringify({ type: "watch", session: sessionId }));
-  });
-  ws.addEventListener("message", (event) => {
-    if (conn.socket === ws) receive(event.data);
-  });
-  ws.addEventListener("close", async (event) => {
-    if (conn.socket !== ws) return;
-    conn.socket = null;
+// The socket (dom.js LiveSocket). A connection that ended without
+// delivering a state counts as a failure for the backoff, so a server that
+// accepts and drops at once is not hammered. It stops for good when the
+// session was deleted, or when observing without an instructor login.
+const live = new LiveSocket(observing ? "/instructor/ws" : `/lab/${encodeURIComponent(sessionId)}/ws`, {
+  succeedOnOpen: false,
+  status: (state) => {
+    if (state === "connecting") showConnection("connecting", live.everConnected ? "Reconnecting…" : "Connecting…");
+    else if (state === "connected") showConnection("connected", "Connected");
+    else showCountdown();
+  },
+  opened: () => {
+    // A new connection may reach a restarted server whose seq starts again,
+    // so the ordering guard only applies within one connection.
+    conn.gotState = false;
+    conn.lastSeq = -1;
+    if (observing) live.send(JSON.stringify({ type: "watch", session: sessionId }));
+  },
+  frame: receive,
+  unreadable: () => showError("The server sent a message this page cannot read."),
+  closed: (event) => {
     endStartHold();
     conn.refusal = refusalText(event);
     if (event.code === 1009) {
@@ -222,32 +213,25 @@ function connect() {
         "The server closed the connection because a message was too large. The action was not applied.",
       );
     }
-    if (event.code === CLOSE_DELETED && !observing) {
-      showDeleted();
-      return;
-    }
-    if (observing && !opened && (await loginMissing())) {
-      conn.stopped = true;
-      showConnection("waiting", "Not connected");
-      showError("Log in to the instructor console to observe this session.");
-      return;
-    }
-    scheduleReconnect();
-  });
-  // An "error" event is always followed by "close", which handles it.
-}
-
-// CLOSE_DELETED is the close code of a session an instructor deleted
-// (docs/protocol.md): reconnecting would only start an empty session at the
-// same address, so the page stops and says so.
-const CLOSE_DELETED = 4001;
+    if (event.code === CLOSE_DELETED && !observing) showDeleted();
+  },
+  login: observing
+    ? {
+        probe: "/api/sessions",
+        unopenedOnly: true,
+        ended: () => {
+          showConnection("waiting", "Not connected");
+          showError("Log in to the instructor console to observe this session.");
+        },
+      }
+    : undefined,
+});
 
 // showDeleted stops reconnecting and says, in words, that the session is
 // gone, with where to go next: the join page for a class's session (the
 // page showed a class title), the lab's start for the open lab.
 function showDeleted() {
-  conn.stopped = true;
-  stopRetry();
+  live.stop();
   showConnection("waiting", "Session deleted");
   const inClass = byId("class-title")?.hidden === false;
   const link = document.createElement("a");
@@ -263,15 +247,6 @@ function showDeleted() {
   ui.ended.hidden = false;
 }
 
-// loginMissing says whether the instructor API answers 401 (observing only).
-async function loginMissing() {
-  try {
-    return (await fetch("/api/sessions", { credentials: "same-origin" })).status === 401;
-  } catch {
-    return false;
-  }
-}
-
 // refusalText is what the page says when the lab refused the connection
 // ("The lab is full right now…"): the server accepts the upgrade and closes
 // it at once with 1013 and its reason (docs/protocol.md), since a page
@@ -281,14 +256,8 @@ function refusalText(event) {
   return event.reason.charAt(0).toUpperCase() + event.reason.slice(1);
 }
 
-function scheduleReconnect() {
-  conn.retry.schedule(conn.gotState);
-  conn.tickTimer = setInterval(showCountdown, 250);
-  showCountdown();
-}
-
 function showCountdown() {
-  const left = conn.retry.at - Date.now();
+  const left = live.retryAt - Date.now();
   // Under a second a countdown would only flicker.
   const countdown = left > 1000 ? ` in ${Math.ceil(left / 1000)} s` : "";
   if (conn.refusal) {
@@ -298,23 +267,16 @@ function showCountdown() {
   showConnection("waiting", "Reconnecting", countdown, "…");
 }
 
-function stopRetry() {
-  conn.retry.cancel();
-  clearInterval(conn.tickTimer);
-  conn.tickTimer = 0;
-}
-
 function send(frame, action) {
   if (observing) {
     showError(`Read only: “${action}” was not sent. This instructor view cannot act for the student.`);
     return false;
   }
-  const ws = conn.socket;
-  if (conn.stopped && !ui.ended.hidden) {
+  if (live.stopped && !ui.ended.hidden) {
     showError(`Not sent: “${action}”. This session was deleted; follow the link above.`);
     return false;
   }
-  if (!ws || ws.readyState !== WebSocket.OPEN) {
+  if (!live.open) {
     showError(
       `Not connected: “${action}” was not sent. The page reconnects by itself; try again when it says Connected.`,
       "offline",
@@ -327,7 +289,7 @@ function send(frame, action) {
     showError(`Not sent: “${action}” would send ${bytes} bytes, more than the lab accepts.`);
     return false;
   }
-  ws.send(text);
+  live.send(text);
   conn.sent += 1;
   // The student acting is the moment an older note about the instructor
   // has been read.
@@ -335,14 +297,7 @@ function send(frame, action) {
   return true;
 }
 
-function receive(data) {
-  let frame;
-  try {
-    frame = JSON.parse(data);
-  } catch {
-    showError("The server sent a message this page cannot read.");
-    return;
-  }
+function receive(frame) {
   if (frame?.type === "state") {
     if (observing && frame.session !== sessionId) return;
     const seq = typeof frame.seq === "number" ? frame.seq : 0;
@@ -352,6 +307,7 @@ function receive(data) {
     // "Not connected" message is no longer true.
     if (!conn.gotState && errorState.kind === "offline") clearError();
     conn.gotState = true;
+    live.succeeded();
     render(frame);
   } else if (frame?.type === "error") {
     // A refused frame: whatever this tab was waiting for will not come.
@@ -787,9 +743,7 @@ new ResizeObserver(() => {
 }).observe(callbar);
 
 // Coming back online is a good moment to retry without waiting out the backoff.
-window.addEventListener("online", () => {
-  if (conn.retry.pending) connect();
-});
+window.addEventListener("online", () => live.retryNow());
 
 setText(ui.sessionId, sessionId);
 countName();
@@ -803,5 +757,5 @@ if (sessionId === "") {
   showConnection("waiting", "Not connected");
   showError("This page needs a session address such as /lab/<id>. Use “New session” to get one.");
 } else {
-  connect();
+  live.connect();
 }

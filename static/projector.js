@@ -7,9 +7,9 @@
 // frames (each row's "current" step, 0 once all nine are done). Text goes through
 // textContent only (dom.js).
 
-import { Reconnect, byId, list, setText, socketURL, str } from "./dom.js";
+import { APIError, LiveSocket, api, byId, classPath, classScope, list, setText, str, whenLoggedOut } from "./dom.js";
 
-const classId = decodeURIComponent(location.pathname.split("/")[3] || "");
+const classId = classScope();
 
 const ui = {
   title: byId("title"),
@@ -27,17 +27,31 @@ const ui = {
 };
 
 let names = [];
-const retry = new Reconnect(() => loadClass().catch(() => {}).finally(connect));
 
+// The socket brings the overview frames; before each reconnection the class
+// is loaded again (its code may have changed). A 401 from the API sends the
+// page to the login form (dom.js loggedOut).
+const live = new LiveSocket(`/instructor/ws?class=${encodeURIComponent(classId)}`, {
+  status: (state) => {
+    if (state === "connected") setText(ui.connection, "");
+    else if (state === "waiting") setText(ui.connection, "Reconnecting…");
+  },
+  frame: (frame) => {
+    if (frame?.type === "overview") showRows(list(frame.sessions));
+  },
+  beforeRetry: loadClass,
+});
+whenLoggedOut(() => live.stop());
+
+// loadClass shows the class; it rejects when the request did not reach the
+// server.
 async function loadClass() {
-  const resp = await fetch(`/api/classes/${encodeURIComponent(classId)}`, { credentials: "same-origin" });
-  if (resp.status === 401) {
-    location.assign("/instructor/login");
-    return;
-  }
-  const body = await resp.json().catch(() => ({}));
-  if (!resp.ok) {
-    setText(ui.title, str(body.error) || `The class could not be loaded (${resp.status}).`);
+  let body;
+  try {
+    body = await api("GET", classPath(classId));
+  } catch (e) {
+    if (!(e instanceof APIError) || e.status === 0) throw e;
+    if (e.status !== 401) setText(ui.title, e.error || `The class could not be loaded (${e.status}).`);
     return;
   }
   const c = body.class || {};
@@ -47,7 +61,7 @@ async function loadClass() {
   setText(ui.code, str(c.code));
   ui.closed.hidden = c.open !== false;
   // The code in the address makes a new code (after a reopen) a new image.
-  ui.qr.src = `/api/classes/${encodeURIComponent(classId)}/qr.png?code=${encodeURIComponent(str(c.code))}`;
+  ui.qr.src = `${classPath(classId)}/qr.png?code=${encodeURIComponent(str(c.code))}`;
   showRows(list(body.sessions));
 }
 
@@ -91,29 +105,7 @@ ui.toggle.addEventListener("click", () => {
   if (show) drawNames();
 });
 
-function connect() {
-  const ws = new WebSocket(socketURL(`/instructor/ws?class=${encodeURIComponent(classId)}`));
-  let opened = false;
-  ws.addEventListener("open", () => {
-    opened = true;
-    setText(ui.connection, "");
-  });
-  ws.addEventListener("message", (e) => {
-    let frame;
-    try {
-      frame = JSON.parse(e.data);
-    } catch {
-      return;
-    }
-    if (frame?.type === "overview") showRows(list(frame.sessions));
-  });
-  ws.addEventListener("close", () => {
-    setText(ui.connection, "Reconnecting…");
-    retry.schedule(opened);
-  });
-}
-
 ui.consoleLink.href = `/instructor/classes/${encodeURIComponent(classId)}`;
 loadClass()
   .catch(() => setText(ui.connection, "The lab server is not answering."))
-  .finally(connect);
+  .finally(() => live.connect());
