@@ -239,14 +239,3 @@ func DiagramOfTrace(trace []Command, lim Limits) (Diagram, error) {
 	}
 	return b.Diagram(), nil
 }
-
-// Delivered returns how many times message id arrived.
-func (d Diagram) Delivered(id int) int {
-	n := 0
-	for _, a := range d.Arrivals {
-		if a.Message == id {
-			n++
-		}
-	}
-	return n
-}
