@@ -333,16 +333,7 @@ func plural(n int, one, many string) string {
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // num writes a coordinate with at most one decimal, the same on every run.
-func num(v float64) string {
-	return strconv.FormatFloat(float64(int64(v*10+0.5*sign(v)))/10, 'f', -1, 64)
-}
-
-func sign(v float64) float64 {
-	if v < 0 {
-		return -1
-	}
-	return 1
-}
+func num(v float64) string { return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) }
 
 func pts(xy ...int) string {
 	var s strings.Builder
