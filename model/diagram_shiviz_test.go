@@ -2,6 +2,7 @@ package model
 
 import (
 	"encoding/json"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -121,5 +122,26 @@ func TestShiVizLogEmpty(t *testing.T) {
 	want := "start run-1 (by student)\nclient {\"client\": 1}\nrun-1 started\nrun-1 {\"client\": 1, \"run-1\": 1}\n"
 	if got != want {
 		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+// TestShiVizLogDocumented: docs/export.md's example is what ShiVizLog writes.
+func TestShiVizLogDocumented(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../docs/export.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "## ShiViz log")
+	blocks := strings.Split(section, "```\n")
+	if !ok || len(blocks) < 4 {
+		t.Fatal("no example in docs/export.md's ShiViz section")
+	}
+	d, err := DiagramOfTrace([]Command{queue(completion("run-1", "Old answer")), start(), queue(completion("run-2", "New answer")), deliver(2), deliver(1)}, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(ShiVizLog(d)); got != blocks[3] {
+		t.Fatalf("ShiVizLog writes\n%s\ndocs/export.md shows\n%s", got, blocks[3])
 	}
 }
