@@ -134,10 +134,10 @@ func directed() []struct {
 	}
 }
 
-// randomTrace draws n frames, playing them on a Lab; seen collects the
-// notices shown after each frame.
+// randomTrace draws n frames, playing them on the reference; seen
+// collects the notices shown after each frame.
 func randomTrace(r *rng, n int, seen map[string]bool) Trace {
-	l := NewLab()
+	g := &drawing{ref: newRefHost()}
 	t := make(Trace, 0, n)
 	for len(t) < n {
 		var f Command
@@ -146,35 +146,50 @@ func randomTrace(r *rng, n int, seen map[string]bool) Trace {
 			f = startFrame()
 		case w < 22:
 			f = deadlineFrame()
-		case w < 55 || len(l.queue) == 0:
-			f = replyFrame(randomReply(r, l))
+		case w < 55 || len(g.ref.held) == 0:
+			f = replyFrame(randomReply(r, g))
 		default:
-			f = deliverFrame(pickMessage(r, l))
+			f = deliverFrame(g.pickMessage(r))
 		}
-		e, err := l.Decide(f, Limits{})
-		if err != nil {
-			continue // cannot happen within the default limits; drawn again
+		was := g.ref.call.Status
+		if err := g.ref.step(f); err != nil {
+			panic(err) // every frame drawn is valid
 		}
-		if _, err := l.Apply(e); err != nil {
-			continue
+		switch {
+		case f.Kind == StartRun:
+			g.accepted = 0
+		case f.Kind == Deliver:
+			g.delivered = append(g.delivered, f.Message)
+			if !was.Final() && g.ref.call.Status.Final() {
+				g.accepted = f.Message
+			}
 		}
-		seen[l.notice] = true
+		seen[g.ref.notice] = true
 		t = append(t, f)
 	}
 	return t
 }
 
+// drawing is a trace being drawn: the reference playing it, the message
+// that brought the current call's final outcome (0 while none did), and
+// the messages delivered so far.
+type drawing struct {
+	ref       *refHost
+	accepted  int
+	delivered []int
+}
+
 // pickMessage chooses a held message to deliver: most often the newest,
 // else any, else one already delivered (a duplicate delivery).
-func pickMessage(r *rng, l *Lab) int {
-	n := len(l.queue)
+func (g *drawing) pickMessage(r *rng) int {
+	n := len(g.ref.held)
 	switch w := r.intn(10); {
 	case w < 4:
 		return n
-	case w < 8 || len(l.receipts) == 0:
+	case w < 8 || len(g.delivered) == 0:
 		return 1 + r.intn(n)
 	default:
-		return pick(r, l.receipts).Message
+		return pick(r, g.delivered)
 	}
 }
 
@@ -193,10 +208,10 @@ var (
 	}
 )
 
-// randomReply draws a reply's raw text for l's current call.
-func randomReply(r *rng, l *Lab) string {
-	cur := l.call.Key
-	runs := l.runs
+// randomReply draws a reply's raw text for the current call.
+func randomReply(r *rng, g *drawing) string {
+	cur := g.ref.call.Key
+	runs := g.ref.runs
 	kind, field, text := "completed", "output", pick(r, campaignOutputs)
 	if r.intn(3) == 0 {
 		kind, field, text = "rejected", "reason", pick(r, campaignReasons)
@@ -219,8 +234,8 @@ func randomReply(r *rng, l *Lab) string {
 			key.CallID += pick(r, []string{" ", "\t", "\u00a0"})
 		}
 	case w < 70: // the accepted reply again, word for word
-		if l.accepted != 0 {
-			return l.queue[l.accepted-1].Raw
+		if g.accepted != 0 && g.ref.held[g.accepted-1].Kind == ReplyMessage {
+			return g.ref.held[g.accepted-1].Raw
 		}
 	case w < 80:
 		return pick(r, malformed)

@@ -24,7 +24,9 @@ func (refClient) Expire(c ClientCall, runID, callID string) (ClientCall, string,
 	u := Expire(c.(Call), Key{RunID: runID, CallID: callID})
 	return u.Call, u.Notice, nil
 }
-func (refClient) View(c ClientCall) (json.RawMessage, error) { return encodeView(c.(Call).View(), true), nil }
+func (refClient) View(c ClientCall) (json.RawMessage, error) {
+	return encodeView(c.(Call).View(), true), nil
+}
 
 func newRef() (Client, error) { return refClient{}, nil }
 
@@ -382,7 +384,7 @@ func TestStopEndsTheCheck(t *testing.T) {
 	if r.Status != CodeError || !strings.Contains(r.Error, "spent its budget") || r.Failure == nil || r.Failure.Got.Error == nil {
 		t.Fatalf("got %+v", r)
 	}
-		// walkthrough step 4 makes the third receive (frame 6), after which
+	// walkthrough step 4 makes the third receive (frame 6), after which
 	// nothing runs; the three cases before it pass.
 	if r.Passed != 3 || r.Failure.Case != "walkthrough step 4" || !strings.Contains(r.Error, `case "walkthrough step 4", frame 6`) {
 		t.Errorf("passed %d, case %q, error %q", r.Passed, r.Failure.Case, r.Error)
@@ -428,6 +430,23 @@ func TestCheckIsDeterministic(t *testing.T) {
 		a, b := Check(newBuggy(m.b), 11, nil), Check(newBuggy(m.b), 11, nil)
 		if mustJSON(t, a) != mustJSON(t, b) {
 			t.Errorf("%s: two checks differ:\n%s\n%s", m.name, mustJSON(t, a), mustJSON(t, b))
+		}
+	}
+}
+
+func BenchmarkCheckCorrect(b *testing.B) {
+	for b.Loop() {
+		if r := Check(newRef, 1, nil); r.Status != CodePassed {
+			b.Fatal(r.Status)
+		}
+	}
+}
+
+func BenchmarkCheckWrong(b *testing.B) {
+	nc := newBuggy(bugs{coerce: true})
+	for b.Loop() {
+		if r := Check(nc, 1, nil); r.Status != CodeFailed {
+			b.Fatal(r.Status)
 		}
 	}
 }
