@@ -67,11 +67,6 @@ var pgMigrations = [][]string{
 // the events from the log, so the notification carries nothing else.
 const pgChannel = "lab_events"
 
-// ClassChanged is the session name a class's notification carries:
-// ClassChanged + the class id, with seq 0, says that its settings changed
-// (SetClassPredictions), so replicas apply them to the sessions they hold.
-const ClassChanged = "class:"
-
 // IsPostgresURL reports whether data names a PostgreSQL database rather
 // than a SQLite file.
 func IsPostgresURL(data string) bool {

@@ -10,6 +10,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -34,6 +35,41 @@ type Session struct {
 	Created    time.Time
 	LastActive time.Time // time of the last change
 }
+
+// Store keeps sessions' events, and classes: it is what package server
+// consumes. Three implement it: store/sqlite (durable, the default),
+// store/postgres (shared by replicas; it is also a Listener) and Memory
+// (tests and demos); store/storetest checks that they behave alike.
+type Store interface {
+	// Append returns once r is committed; an error means it was not stored.
+	// A seq another replica stored first is ErrSeqTaken.
+	Append(ctx context.Context, r Record) error
+	// Sessions lists the stored sessions.
+	Sessions(ctx context.Context) ([]Session, error)
+	// Events returns one session's records in seq order.
+	Events(ctx context.Context, id string) ([]Record, error)
+	// EventsAfter returns one session's records after seq after, in order.
+	EventsAfter(ctx context.Context, id string, after uint64) ([]Record, error)
+	// Delete removes sessions with their events.
+	Delete(ctx context.Context, ids []string) error
+	// Ready reports whether the store takes writes now.
+	Ready(ctx context.Context) error
+	// Classes keeps classes, their members and console logins
+	// (docs/classes.md).
+	Classes
+}
+
+// Listener is a Store that several replicas share: it tells of every
+// append any of them commits (store/postgres's Listen has the contract).
+// With one, server.Start starts the listener (server/replica.go).
+type Listener interface {
+	Listen(ctx context.Context, ready func(), notify func(session string, seq uint64)) error
+}
+
+// ClassChanged is the session name a class's notification carries:
+// ClassChanged + the class id, with seq 0, says that its settings changed
+// (SetClassPredictions), so replicas apply them to the sessions they hold.
+const ClassChanged = "class:"
 
 // ErrClosed refuses work after Close.
 var ErrClosed = errors.New("the store is closed")
