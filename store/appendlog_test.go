@@ -50,16 +50,16 @@ func openAppendLog(path string) (*appendLog, error) {
 func (l *appendLog) Close() error { return l.f.Close() }
 
 func (l *appendLog) Append(_ context.Context, r Record) error {
-	w, err := encode(r)
+	w, err := Encode(r)
 	if err != nil {
 		return err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if last := l.seqs[w.session]; uint64(w.seq) != last+1 {
-		return fmt.Errorf("seq %d, want %d", w.seq, last+1)
+	if last := l.seqs[w.Session]; uint64(w.Seq) != last+1 {
+		return fmt.Errorf("seq %d, want %d", w.Seq, last+1)
 	}
-	l.seqs[w.session] = uint64(w.seq)
+	l.seqs[w.Session] = uint64(w.Seq)
 	l.queued = appendLogRecord(l.queued, &w)
 	gen := l.next
 	for l.written <= gen {
@@ -84,18 +84,18 @@ func (l *appendLog) Append(_ context.Context, r Record) error {
 
 // appendLogRecord frames one row: its length, its CRC-32, then each field
 // (numbers as varints, text as a length and its bytes).
-func appendLogRecord(b []byte, w *row) []byte {
+func appendLogRecord(b []byte, w *Row) []byte {
 	start := len(b)
 	b = append(b, 0, 0, 0, 0, 0, 0, 0, 0) // length and CRC, filled in below
-	for _, n := range []int64{w.seq, w.timeMs, w.message} {
+	for _, n := range []int64{w.Seq, w.TimeMs, w.Message} {
 		b = binary.AppendVarint(b, n)
 	}
-	for _, s := range []string{w.session, w.actor, w.kind, w.msgKind, w.msgFrom, w.keyRun, w.keyCall, w.run, w.notice, w.prediction} {
+	for _, s := range []string{w.Session, w.Actor, w.Kind, w.MsgKind, w.MsgFrom, w.KeyRun, w.KeyCall, w.Run, w.Notice, w.Prediction} {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
-	b = binary.AppendUvarint(b, uint64(len(w.raw)))
-	b = append(b, w.raw...)
+	b = binary.AppendUvarint(b, uint64(len(w.Raw)))
+	b = append(b, w.Raw...)
 	body := b[start+8:]
 	binary.LittleEndian.PutUint32(b[start:], uint32(len(body)))
 	binary.LittleEndian.PutUint32(b[start+4:], crc32.ChecksumIEEE(body))

@@ -52,7 +52,7 @@ const (
 // database's. A file of another epoch, a damaged header or a torn tail are
 // cut back; a journal of a later epoch than the database's (the database
 // restored from an older copy, say) is refused rather than guessed at.
-func openJournal(path string, epoch int64, sync bool) (*journal, []*row, error) {
+func openJournal(path string, epoch int64, sync bool) (*journal, []*Row, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening the journal: %w", err)
@@ -69,7 +69,7 @@ func openJournal(path string, epoch int64, sync bool) (*journal, []*row, error) 
 		f.Close()
 		return nil, nil, fmt.Errorf("reading the journal %s: %w", path, err)
 	}
-	var rows []*row
+	var rows []*Row
 	if len(data) >= journalHeaderSize && string(data[:len(journalMagic)]) == journalMagic {
 		switch fileEpoch := int64(binary.LittleEndian.Uint64(data[len(journalMagic):])); {
 		case fileEpoch > epoch:
@@ -98,8 +98,8 @@ func openJournal(path string, epoch int64, sync bool) (*journal, []*row, error) 
 
 // decodeRecords returns the whole records at the start of data and the
 // bytes they take; it stops at the first that is torn or damaged.
-func decodeRecords(data []byte) ([]*row, int64) {
-	var rows []*row
+func decodeRecords(data []byte) ([]*Row, int64) {
+	var rows []*Row
 	var n int64
 	for len(data) >= 8 {
 		size := binary.LittleEndian.Uint32(data)
@@ -124,7 +124,7 @@ func decodeRecords(data []byte) ([]*row, int64) {
 // append writes rows as one write; on failure it cuts the file back, so
 // that rows reported as not stored are not found there later either (the
 // store also empties it before the next append, in case the cut failed).
-func (j *journal) append(rows []*row) error {
+func (j *journal) append(rows []*Row) error {
 	b := j.buf[:0]
 	for _, w := range rows {
 		b = appendRecord(b, w)
@@ -171,7 +171,7 @@ func (j *journal) reset(epoch int64) error {
 func (j *journal) close() error { return j.f.Close() }
 
 // appendRecord frames one row: its body's length and CRC-32, then the body.
-func appendRecord(b []byte, w *row) []byte {
+func appendRecord(b []byte, w *Row) []byte {
 	start := len(b)
 	b = append(b, 0, 0, 0, 0, 0, 0, 0, 0) // filled in below
 	b = encodeRecord(b, w)
@@ -183,23 +183,23 @@ func appendRecord(b []byte, w *row) []byte {
 
 // encodeRecord writes a row's columns: the numbers as varints, then each
 // text as its length and bytes, in a fixed order (decodeRecord's).
-func encodeRecord(b []byte, w *row) []byte {
-	b = binary.AppendVarint(b, w.seq)
-	b = binary.AppendVarint(b, w.timeMs)
-	b = binary.AppendVarint(b, w.message)
-	for _, s := range [...]string{w.session, w.actor, w.kind, w.msgKind, w.msgFrom, w.keyRun, w.keyCall, w.run, w.notice, w.prediction} {
+func encodeRecord(b []byte, w *Row) []byte {
+	b = binary.AppendVarint(b, w.Seq)
+	b = binary.AppendVarint(b, w.TimeMs)
+	b = binary.AppendVarint(b, w.Message)
+	for _, s := range [...]string{w.Session, w.Actor, w.Kind, w.MsgKind, w.MsgFrom, w.KeyRun, w.KeyCall, w.Run, w.Notice, w.Prediction} {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
-	b = binary.AppendUvarint(b, uint64(len(w.raw)))
-	return append(b, w.raw...)
+	b = binary.AppendUvarint(b, uint64(len(w.Raw)))
+	return append(b, w.Raw...)
 }
 
 var errBadRecord = errors.New("a damaged journal record")
 
-func decodeRecord(body []byte) (*row, error) {
-	w := &row{}
-	for _, n := range [...]*int64{&w.seq, &w.timeMs, &w.message} {
+func decodeRecord(body []byte) (*Row, error) {
+	w := &Row{}
+	for _, n := range [...]*int64{&w.Seq, &w.TimeMs, &w.Message} {
 		v, k := binary.Varint(body)
 		if k <= 0 {
 			return nil, errBadRecord
@@ -215,7 +215,7 @@ func decodeRecord(body []byte) (*row, error) {
 		body = body[k+int(n):]
 		return t, true
 	}
-	for _, s := range [...]*string{&w.session, &w.actor, &w.kind, &w.msgKind, &w.msgFrom, &w.keyRun, &w.keyCall, &w.run, &w.notice, &w.prediction} {
+	for _, s := range [...]*string{&w.Session, &w.Actor, &w.Kind, &w.MsgKind, &w.MsgFrom, &w.KeyRun, &w.KeyCall, &w.Run, &w.Notice, &w.Prediction} {
 		t, ok := text()
 		if !ok {
 			return nil, errBadRecord
@@ -226,6 +226,6 @@ func decodeRecord(body []byte) (*row, error) {
 	if !ok || len(body) != 0 {
 		return nil, errBadRecord
 	}
-	w.raw = append([]byte{}, raw...) // a NOT NULL column: never nil
+	w.Raw = append([]byte{}, raw...) // a NOT NULL column: never nil
 	return w, nil
 }

@@ -12,7 +12,7 @@ import (
 func FuzzJournalRecords(f *testing.F) {
 	var whole []byte
 	for seq := uint64(1); seq <= 4; seq++ {
-		w, err := encode(walkthrough("a", seq))
+		w, err := Encode(walkthrough("a", seq))
 		if err != nil {
 			f.Fatal(err)
 		}

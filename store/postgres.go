@@ -187,22 +187,22 @@ func (s *Postgres) Append(ctx context.Context, r Record) error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	w, err := encode(r)
+	w, err := Encode(r)
 	if err != nil {
 		return err
 	}
 	b := &pgx.Batch{}
-	if w.seq == 1 {
-		b.Queue(`INSERT INTO sessions (id, created) VALUES ($1, $2)`, w.session, w.timeMs)
+	if w.Seq == 1 {
+		b.Queue(`INSERT INTO sessions (id, created) VALUES ($1, $2)`, w.Session, w.TimeMs)
 	}
 	b.Queue(`INSERT INTO events (session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice, prediction)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-		w.session, w.seq, w.timeMs, w.actor, w.kind, w.message, w.msgKind, w.msgFrom, w.raw,
-		[]byte(w.keyRun), []byte(w.keyCall), []byte(w.run), []byte(w.notice), w.prediction)
+		w.Session, w.Seq, w.TimeMs, w.Actor, w.Kind, w.Message, w.MsgKind, w.MsgFrom, w.Raw,
+		[]byte(w.KeyRun), []byte(w.KeyCall), []byte(w.Run), []byte(w.Notice), w.Prediction)
 	if r.Event.Kind == model.Renamed {
-		b.Queue(`UPDATE sessions SET name = $1 WHERE id = $2`, []byte(r.Event.Name), w.session)
+		b.Queue(`UPDATE sessions SET name = $1 WHERE id = $2`, []byte(r.Event.Name), w.Session)
 	}
-	b.Queue(`SELECT pg_notify($1, $2)`, pgChannel, w.session+" "+strconv.FormatInt(w.seq, 10))
+	b.Queue(`SELECT pg_notify($1, $2)`, pgChannel, w.Session+" "+strconv.FormatInt(w.Seq, 10))
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation: sessions' or events' key
@@ -235,7 +235,7 @@ const notifyDeletedSQL = `SELECT pg_notify($1, id || ' 0') FROM unnest($2::text[
 
 // Ready commits a write that changes nothing: it fails when the database is
 // unreachable or read-only (a standby). As SQLite's, it probes at most once
-// every probeEvery (a flood of probes is not a flood of writes), and again
+// every ProbeEvery (a flood of probes is not a flood of writes), and again
 // at once after an append failed.
 func (s *Postgres) Ready(ctx context.Context) error {
 	if err := s.check(); err != nil {
@@ -243,7 +243,7 @@ func (s *Postgres) Ready(ctx context.Context) error {
 	}
 	s.probeMu.Lock()
 	defer s.probeMu.Unlock()
-	if !s.failed.Swap(false) && !s.probedAt.IsZero() && time.Since(s.probedAt) < probeEvery {
+	if !s.failed.Swap(false) && !s.probedAt.IsZero() && time.Since(s.probedAt) < ProbeEvery {
 		return s.probeErr
 	}
 	_, err := s.pool.Exec(ctx, `UPDATE schema_version SET version = version`)
@@ -297,14 +297,14 @@ func (s *Postgres) EventsAfter(ctx context.Context, id string, after uint64) ([]
 	if err != nil {
 		return nil, fmt.Errorf("reading session %s from %s: %w", id, s.name, err)
 	}
-	var w row
+	var w Row
 	var keyRun, keyCall, run, notice []byte
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Record, error) {
-		if err := row.Scan(&w.session, &w.seq, &w.timeMs, &w.actor, &w.kind, &w.message, &w.msgKind, &w.msgFrom, &w.raw, &keyRun, &keyCall, &run, &notice, &w.prediction); err != nil {
+		if err := row.Scan(&w.Session, &w.Seq, &w.TimeMs, &w.Actor, &w.Kind, &w.Message, &w.MsgKind, &w.MsgFrom, &w.Raw, &keyRun, &keyCall, &run, &notice, &w.Prediction); err != nil {
 			return Record{}, err
 		}
-		w.keyRun, w.keyCall, w.run, w.notice = string(keyRun), string(keyCall), string(run), string(notice)
-		return decode(w)
+		w.KeyRun, w.KeyCall, w.Run, w.Notice = string(keyRun), string(keyCall), string(run), string(notice)
+		return Decode(w)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reading session %s from %s: %w", id, s.name, err)

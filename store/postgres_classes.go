@@ -81,7 +81,7 @@ func (s *Postgres) CreateClass(ctx context.Context, c Class) error {
 }
 
 func pgClass(row pgx.CollectableRow) (Class, error) {
-	return scanClass(row) // the same columns as SQLite's (classColumns)
+	return ScanClass(row) // the same columns as SQLite's (ClassColumns)
 }
 
 // Classes lists every class, oldest first.
@@ -89,7 +89,7 @@ func (s *Postgres) Classes(ctx context.Context) ([]Class, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+classColumns+` FROM classes ORDER BY created, id`)
+	rows, err := s.pool.Query(ctx, `SELECT `+ClassColumns+` FROM classes ORDER BY created, id`)
 	if err != nil {
 		return nil, fmt.Errorf("listing classes in %s: %w", s.name, err)
 	}
@@ -104,7 +104,7 @@ func (s *Postgres) oneClass(ctx context.Context, what, query string, args ...any
 	if err := s.check(); err != nil {
 		return Class{}, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+classColumns+` FROM classes `+query, args...)
+	rows, err := s.pool.Query(ctx, `SELECT `+ClassColumns+` FROM classes `+query, args...)
 	if err != nil {
 		return Class{}, fmt.Errorf("reading %s from %s: %w", what, s.name, err)
 	}

@@ -170,7 +170,7 @@ type SQLite struct {
 	begin, commitTx, rollback                                     *sql.Stmt
 	insertChunk, insertSession, renameSession, lastSeq, nextEpoch *sql.Stmt
 	chunk                                                         []byte
-	rows                                                          []*row
+	rows                                                          []*Row
 	errs                                                          []error
 	batch                                                         []request
 
@@ -187,8 +187,8 @@ type SQLite struct {
 	// their write and drops them once a move has committed; readers look.
 	// Guarded by pendMu.
 	pendMu    sync.Mutex
-	pending   []*row
-	bySession map[string][]*row
+	pending   []*Row
+	bySession map[string][]*Row
 	appends   uint64 // rows ever added to pending: the checkpointer's sign of appends coming
 	// known holds every session with an event, stored or pending: this
 	// process is the file's only writer (the journal is locked), so a
@@ -239,7 +239,7 @@ type SQLite struct {
 // receives its outcome.
 type request struct {
 	op  func(*sql.Conn) error
-	row *row
+	row *Row
 	res chan error // buffered, 1; errLead passes the leadership
 }
 
@@ -299,7 +299,7 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 	s := &SQLite{
 		path: path, db: db, maxBatch: opt.MaxBatch, every: opt.every, walLimit: opt.WALLimit,
 		quit: make(chan struct{}), cpDone: make(chan struct{}),
-		seqs: make(map[string]uint64), txSeqs: make(map[string]uint64), bySession: make(map[string][]*row), known: make(map[string]struct{}),
+		seqs: make(map[string]uint64), txSeqs: make(map[string]uint64), bySession: make(map[string][]*Row), known: make(map[string]struct{}),
 	}
 	if s.wconn, err = db.Conn(context.Background()); err != nil {
 		db.Close()
@@ -347,8 +347,8 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 	// kill -9) goes into the database before anything else.
 	s.addPending(recovered)
 	for _, w := range recovered {
-		s.seqs[w.session] = uint64(w.seq)
-		s.known[w.session] = struct{}{}
+		s.seqs[w.Session] = uint64(w.Seq)
+		s.known[w.Session] = struct{}{}
 	}
 	if len(recovered) > 0 {
 		if err := s.inTx(nil); err != nil {
@@ -547,13 +547,13 @@ func (s *SQLite) pendingRows() int {
 }
 
 // addPending adds rows, just written to the journal, to pending.
-func (s *SQLite) addPending(rows []*row) {
+func (s *SQLite) addPending(rows []*Row) {
 	s.pendMu.Lock()
 	defer s.pendMu.Unlock()
 	s.appends += uint64(len(rows))
 	for _, w := range rows {
 		s.pending = append(s.pending, w)
-		s.bySession[w.session] = append(s.bySession[w.session], w)
+		s.bySession[w.Session] = append(s.bySession[w.Session], w)
 	}
 }
 
@@ -563,11 +563,11 @@ func (s *SQLite) dropPending(n int) {
 	s.pendMu.Lock()
 	defer s.pendMu.Unlock()
 	for _, w := range s.pending[:n] {
-		rows := s.bySession[w.session]
+		rows := s.bySession[w.Session]
 		if len(rows) == 1 {
-			delete(s.bySession, w.session)
+			delete(s.bySession, w.Session)
 		} else {
-			s.bySession[w.session] = rows[1:] // a session's rows are in order
+			s.bySession[w.Session] = rows[1:] // a session's rows are in order
 		}
 	}
 	rest := copy(s.pending, s.pending[n:])
@@ -656,13 +656,13 @@ func (s *SQLite) insertRows() error {
 		return err
 	}
 	for _, w := range s.rows { // sorted: a session's renames stay in order
-		if w.seq == 1 {
-			if _, err := s.insertSession.Exec(w.session, w.timeMs); err != nil {
+		if w.Seq == 1 {
+			if _, err := s.insertSession.Exec(w.Session, w.TimeMs); err != nil {
 				return err
 			}
 		}
-		if w.kind == model.KindRenamed {
-			if _, err := s.renameSession.Exec(string(w.raw), w.session); err != nil {
+		if w.Kind == model.KindRenamed {
+			if _, err := s.renameSession.Exec(string(w.Raw), w.Session); err != nil {
 				return err
 			}
 		}
@@ -673,13 +673,13 @@ func (s *SQLite) insertRows() error {
 // insertChunks sorts rows by session and seq and inserts each session's
 // as one chunk. A session's rows must be consecutive seqs after those
 // chunks already hold, as a move's and an older build's are.
-func (s *SQLite) insertChunks(rows []*row) error {
-	slices.SortFunc(rows, func(a, b *row) int {
-		return cmp.Or(strings.Compare(a.session, b.session), cmp.Compare(a.seq, b.seq))
+func (s *SQLite) insertChunks(rows []*Row) error {
+	slices.SortFunc(rows, func(a, b *Row) int {
+		return cmp.Or(strings.Compare(a.Session, b.Session), cmp.Compare(a.Seq, b.Seq))
 	})
 	for len(rows) > 0 {
 		n := 1
-		for n < len(rows) && rows[n].session == rows[0].session {
+		for n < len(rows) && rows[n].Session == rows[0].Session {
 			n++
 		}
 		b := s.chunk[:0]
@@ -688,7 +688,7 @@ func (s *SQLite) insertChunks(rows []*row) error {
 		}
 		s.chunk = b
 		last := rows[n-1]
-		if _, err := s.insertChunk.Exec(last.session, rows[0].seq, last.seq, last.timeMs, b); err != nil {
+		if _, err := s.insertChunk.Exec(last.Session, rows[0].Seq, last.Seq, last.TimeMs, b); err != nil {
 			return err
 		}
 		rows = rows[n:]
@@ -827,12 +827,12 @@ func (s *SQLite) convertOlder() error {
 				return err
 			}
 			for _, id := range ids {
-				var rows []*row
+				var rows []*Row
 				// recent's pos and events' seq both order a session's rows.
 				err := queryRows(ctx, c, `SELECT `+eventCols+` FROM `+table+` WHERE session = ? ORDER BY seq`, []any{id}, func(r *sql.Rows) error {
-					var w row
+					var w Row
 					rows = append(rows, &w)
-					return r.Scan(&w.session, &w.seq, &w.timeMs, &w.actor, &w.kind, &w.message, &w.msgKind, &w.msgFrom, &w.raw, &w.keyRun, &w.keyCall, &w.run, &w.notice, &w.prediction)
+					return r.Scan(&w.Session, &w.Seq, &w.TimeMs, &w.Actor, &w.Kind, &w.Message, &w.MsgKind, &w.MsgFrom, &w.Raw, &w.KeyRun, &w.KeyCall, &w.Run, &w.Notice, &w.Prediction)
 				})
 				if err != nil {
 					return err
@@ -924,7 +924,7 @@ func (s *SQLite) checkpoint() {
 
 // Append stores r and returns once it is committed.
 func (s *SQLite) Append(ctx context.Context, r Record) error {
-	w, err := encode(r)
+	w, err := Encode(r)
 	if err != nil {
 		return err
 	}
@@ -932,27 +932,27 @@ func (s *SQLite) Append(ctx context.Context, r Record) error {
 	// batch: to the journal, or into chunks with a transaction's other
 	// work (insertRows writes the session's row and its renames).
 	err = s.send(ctx, request{row: &w, op: func(c *sql.Conn) error {
-		last, ok := s.txSeqs[w.session]
+		last, ok := s.txSeqs[w.Session]
 		if !ok {
-			last, ok = s.seqs[w.session]
+			last, ok = s.seqs[w.Session]
 		}
-		if !ok && s.isKnown(w.session) {
-			if err := s.lastSeq.QueryRow(w.session).Scan(&last); err != nil {
+		if !ok && s.isKnown(w.Session) {
+			if err := s.lastSeq.QueryRow(w.Session).Scan(&last); err != nil {
 				return err
 			}
 		}
-		if uint64(w.seq) != last+1 {
-			if uint64(w.seq) <= last {
+		if uint64(w.Seq) != last+1 {
+			if uint64(w.Seq) <= last {
 				return ErrSeqTaken
 			}
-			return fmt.Errorf("seq %d, want %d", w.seq, last+1)
+			return fmt.Errorf("seq %d, want %d", w.Seq, last+1)
 		}
-		s.txSeqs[w.session] = uint64(w.seq)
-		if w.seq == 1 {
+		s.txSeqs[w.Session] = uint64(w.Seq)
+		if w.Seq == 1 {
 			// Known before its row is anywhere a read could find it;
 			// should the append fail, a read of it costs a query, no more.
 			s.pendMu.Lock()
-			s.known[w.session] = struct{}{}
+			s.known[w.Session] = struct{}{}
 			s.pendMu.Unlock()
 		}
 		return nil
@@ -984,9 +984,6 @@ func (s *SQLite) Delete(ctx context.Context, ids []string) error {
 	return nil
 }
 
-// probeEvery is how long Ready trusts its last write probe.
-const probeEvery = time.Second
-
 // Ready reports whether the store takes writes now: a write probe commits.
 // The probe really writes: it negates the schema version and negates it
 // back in one transaction, so the page is written (SQLite skips writing a
@@ -998,7 +995,7 @@ const probeEvery = time.Second
 func (s *SQLite) Ready(ctx context.Context) error {
 	s.probeMu.Lock()
 	defer s.probeMu.Unlock()
-	if !s.failed.Swap(false) && !s.probedAt.IsZero() && time.Since(s.probedAt) < probeEvery {
+	if !s.failed.Swap(false) && !s.probedAt.IsZero() && time.Since(s.probedAt) < ProbeEvery {
 		return s.probeErr
 	}
 	err := s.write(ctx, func(c *sql.Conn) error {
@@ -1065,9 +1062,9 @@ func (s *SQLite) EventsAfter(ctx context.Context, id string, after uint64) ([]Re
 	// Pending rows first: one that moves meanwhile is then found in one
 	// place or both, never in neither. They are the newest of the session's.
 	s.pendMu.Lock()
-	var newest []*row
+	var newest []*Row
 	for _, w := range s.bySession[id] {
-		if uint64(w.seq) > after {
+		if uint64(w.Seq) > after {
 			newest = append(newest, w)
 		}
 	}
@@ -1092,10 +1089,10 @@ func (s *SQLite) EventsAfter(ctx context.Context, id string, after uint64) ([]Re
 			return nil, fmt.Errorf("reading session %s from %s: a damaged chunk (%d of its %d bytes decode)", id, s.path, n, len(data))
 		}
 		for _, w := range ws {
-			if uint64(w.seq) <= after {
+			if uint64(w.Seq) <= after {
 				continue
 			}
-			r, err := decode(*w)
+			r, err := Decode(*w)
 			if err != nil {
 				return nil, fmt.Errorf("reading %s: %w", s.path, err)
 			}
@@ -1106,10 +1103,10 @@ func (s *SQLite) EventsAfter(ctx context.Context, id string, after uint64) ([]Re
 		return nil, fmt.Errorf("reading session %s from %s: %w", id, s.path, err)
 	}
 	for _, w := range newest {
-		if len(out) > 0 && uint64(w.seq) <= out[len(out)-1].Seq {
+		if len(out) > 0 && uint64(w.Seq) <= out[len(out)-1].Seq {
 			continue // moved while this read ran: read from chunks already
 		}
-		r, err := decode(*w)
+		r, err := Decode(*w)
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", s.path, err)
 		}

@@ -82,36 +82,19 @@ func (s *SQLite) CreateClass(ctx context.Context, c Class) error {
 	return nil
 }
 
-const classColumns = `id, code, title, is_open, key_hash, created, predictions_required`
-
-func scanClass(row interface{ Scan(...any) error }) (Class, error) {
-	var c Class
-	var key []byte
-	var created int64
-	if err := row.Scan(&c.ID, &c.Code, &c.Title, &c.Open, &key, &created, &c.PredictionsRequired); err != nil {
-		return Class{}, err
-	}
-	if len(key) != len(c.KeyHash) {
-		return Class{}, fmt.Errorf("class %s: key hash of %d bytes", c.ID, len(key))
-	}
-	copy(c.KeyHash[:], key)
-	c.Created = time.UnixMilli(created).UTC()
-	return c, nil
-}
-
 // Classes lists every class, oldest first.
 func (s *SQLite) Classes(ctx context.Context) ([]Class, error) {
 	if s.closed() {
 		return nil, ErrClosed
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+classColumns+` FROM classes ORDER BY created, id`)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+ClassColumns+` FROM classes ORDER BY created, id`)
 	if err != nil {
 		return nil, fmt.Errorf("listing classes in %s: %w", s.path, err)
 	}
 	defer rows.Close()
 	var out []Class
 	for rows.Next() {
-		c, err := scanClass(rows)
+		c, err := ScanClass(rows)
 		if err != nil {
 			return nil, fmt.Errorf("listing classes in %s: %w", s.path, err)
 		}
@@ -127,7 +110,7 @@ func (s *SQLite) oneClass(ctx context.Context, what, query string, args ...any) 
 	if s.closed() {
 		return Class{}, ErrClosed
 	}
-	c, err := scanClass(s.db.QueryRowContext(ctx, `SELECT `+classColumns+` FROM classes `+query, args...))
+	c, err := ScanClass(s.db.QueryRowContext(ctx, `SELECT `+ClassColumns+` FROM classes `+query, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Class{}, ErrNotFound
 	}

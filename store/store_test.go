@@ -259,12 +259,12 @@ func TestSQLiteConvertsOlderEvents(t *testing.T) {
 	later := func(r Record, d time.Duration) Record { r.Time = r.Time.Add(d); return r }
 	put := func(table string, r Record) {
 		t.Helper()
-		w, err := encode(r)
+		w, err := Encode(r)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := db.Exec(`INSERT INTO `+table+` (`+eventCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			w.session, w.seq, w.timeMs, w.actor, w.kind, w.message, w.msgKind, w.msgFrom, w.raw, w.keyRun, w.keyCall, w.run, w.notice, w.prediction); err != nil {
+			w.Session, w.Seq, w.TimeMs, w.Actor, w.Kind, w.Message, w.MsgKind, w.MsgFrom, w.Raw, w.KeyRun, w.KeyCall, w.Run, w.Notice, w.Prediction); err != nil {
 			t.Fatal(err)
 		}
 	}
