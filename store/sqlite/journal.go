@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"encoding/binary"
@@ -7,6 +7,8 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+
+	"github.com/toolcall-lab/lab/store"
 )
 
 // journal is the SQLite store's log of appends not yet in the database:
@@ -52,7 +54,7 @@ const (
 // database's. A file of another epoch, a damaged header or a torn tail are
 // cut back; a journal of a later epoch than the database's (the database
 // restored from an older copy, say) is refused rather than guessed at.
-func openJournal(path string, epoch int64, sync bool) (*journal, []*Row, error) {
+func openJournal(path string, epoch int64, sync bool) (*journal, []*store.Row, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening the journal: %w", err)
@@ -69,7 +71,7 @@ func openJournal(path string, epoch int64, sync bool) (*journal, []*Row, error) 
 		f.Close()
 		return nil, nil, fmt.Errorf("reading the journal %s: %w", path, err)
 	}
-	var rows []*Row
+	var rows []*store.Row
 	if len(data) >= journalHeaderSize && string(data[:len(journalMagic)]) == journalMagic {
 		switch fileEpoch := int64(binary.LittleEndian.Uint64(data[len(journalMagic):])); {
 		case fileEpoch > epoch:
@@ -98,8 +100,8 @@ func openJournal(path string, epoch int64, sync bool) (*journal, []*Row, error) 
 
 // decodeRecords returns the whole records at the start of data and the
 // bytes they take; it stops at the first that is torn or damaged.
-func decodeRecords(data []byte) ([]*Row, int64) {
-	var rows []*Row
+func decodeRecords(data []byte) ([]*store.Row, int64) {
+	var rows []*store.Row
 	var n int64
 	for len(data) >= 8 {
 		size := binary.LittleEndian.Uint32(data)
@@ -124,7 +126,7 @@ func decodeRecords(data []byte) ([]*Row, int64) {
 // append writes rows as one write; on failure it cuts the file back, so
 // that rows reported as not stored are not found there later either (the
 // store also empties it before the next append, in case the cut failed).
-func (j *journal) append(rows []*Row) error {
+func (j *journal) append(rows []*store.Row) error {
 	b := j.buf[:0]
 	for _, w := range rows {
 		b = appendRecord(b, w)
@@ -171,7 +173,7 @@ func (j *journal) reset(epoch int64) error {
 func (j *journal) close() error { return j.f.Close() }
 
 // appendRecord frames one row: its body's length and CRC-32, then the body.
-func appendRecord(b []byte, w *Row) []byte {
+func appendRecord(b []byte, w *store.Row) []byte {
 	start := len(b)
 	b = append(b, 0, 0, 0, 0, 0, 0, 0, 0) // filled in below
 	b = encodeRecord(b, w)
@@ -183,7 +185,7 @@ func appendRecord(b []byte, w *Row) []byte {
 
 // encodeRecord writes a row's columns: the numbers as varints, then each
 // text as its length and bytes, in a fixed order (decodeRecord's).
-func encodeRecord(b []byte, w *Row) []byte {
+func encodeRecord(b []byte, w *store.Row) []byte {
 	b = binary.AppendVarint(b, w.Seq)
 	b = binary.AppendVarint(b, w.TimeMs)
 	b = binary.AppendVarint(b, w.Message)
@@ -197,8 +199,8 @@ func encodeRecord(b []byte, w *Row) []byte {
 
 var errBadRecord = errors.New("a damaged journal record")
 
-func decodeRecord(body []byte) (*Row, error) {
-	w := &Row{}
+func decodeRecord(body []byte) (*store.Row, error) {
+	w := &store.Row{}
 	for _, n := range [...]*int64{&w.Seq, &w.TimeMs, &w.Message} {
 		v, k := binary.Varint(body)
 		if k <= 0 {

@@ -1,4 +1,4 @@
-package store
+package postgres
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolcall-lab/lab/model"
+	"github.com/toolcall-lab/lab/store"
 )
 
 // pgMigrations[v] takes a PostgreSQL schema from version v-1 to v, as
@@ -175,7 +176,7 @@ func (s *Postgres) Name() string { return s.name }
 
 func (s *Postgres) check() error {
 	if s.closed.Load() {
-		return ErrClosed
+		return store.ErrClosed
 	}
 	return nil
 }
@@ -183,11 +184,11 @@ func (s *Postgres) check() error {
 // Append stores r and notifies pgChannel, in one round trip and one
 // (implicit) transaction, and returns once it is committed. A seq already
 // stored is ErrSeqTaken.
-func (s *Postgres) Append(ctx context.Context, r Record) error {
+func (s *Postgres) Append(ctx context.Context, r store.Record) error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	w, err := Encode(r)
+	w, err := store.Encode(r)
 	if err != nil {
 		return err
 	}
@@ -206,7 +207,7 @@ func (s *Postgres) Append(ctx context.Context, r Record) error {
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation: sessions' or events' key
-			err = ErrSeqTaken
+			err = store.ErrSeqTaken
 		} else {
 			s.failed.Store(true)
 		}
@@ -243,7 +244,7 @@ func (s *Postgres) Ready(ctx context.Context) error {
 	}
 	s.probeMu.Lock()
 	defer s.probeMu.Unlock()
-	if !s.failed.Swap(false) && !s.probedAt.IsZero() && time.Since(s.probedAt) < ProbeEvery {
+	if !s.failed.Swap(false) && !s.probedAt.IsZero() && time.Since(s.probedAt) < store.ProbeEvery {
 		return s.probeErr
 	}
 	_, err := s.pool.Exec(ctx, `UPDATE schema_version SET version = version`)
@@ -255,7 +256,7 @@ func (s *Postgres) Ready(ctx context.Context) error {
 }
 
 // Sessions lists the stored sessions, oldest first.
-func (s *Postgres) Sessions(ctx context.Context) ([]Session, error) {
+func (s *Postgres) Sessions(ctx context.Context) ([]store.Session, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -265,12 +266,12 @@ func (s *Postgres) Sessions(ctx context.Context) ([]Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing sessions in %s: %w", s.name, err)
 	}
-	var x Session
+	var x store.Session
 	var name []byte
 	var created, last int64
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Session, error) {
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Session, error) {
 		if err := row.Scan(&x.ID, &name, &created, &last); err != nil {
-			return Session{}, err
+			return store.Session{}, err
 		}
 		x.Name = string(name)
 		x.Created, x.LastActive = time.UnixMilli(created).UTC(), time.UnixMilli(last).UTC()
@@ -283,12 +284,12 @@ func (s *Postgres) Sessions(ctx context.Context) ([]Session, error) {
 }
 
 // Events returns one session's records in order; none for an unknown session.
-func (s *Postgres) Events(ctx context.Context, id string) ([]Record, error) {
+func (s *Postgres) Events(ctx context.Context, id string) ([]store.Record, error) {
 	return s.EventsAfter(ctx, id, 0)
 }
 
 // EventsAfter returns one session's records after seq after, in order.
-func (s *Postgres) EventsAfter(ctx context.Context, id string, after uint64) ([]Record, error) {
+func (s *Postgres) EventsAfter(ctx context.Context, id string, after uint64) ([]store.Record, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -297,14 +298,14 @@ func (s *Postgres) EventsAfter(ctx context.Context, id string, after uint64) ([]
 	if err != nil {
 		return nil, fmt.Errorf("reading session %s from %s: %w", id, s.name, err)
 	}
-	var w Row
+	var w store.Row
 	var keyRun, keyCall, run, notice []byte
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Record, error) {
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Record, error) {
 		if err := row.Scan(&w.Session, &w.Seq, &w.TimeMs, &w.Actor, &w.Kind, &w.Message, &w.MsgKind, &w.MsgFrom, &w.Raw, &keyRun, &keyCall, &run, &notice, &w.Prediction); err != nil {
-			return Record{}, err
+			return store.Record{}, err
 		}
 		w.KeyRun, w.KeyCall, w.Run, w.Notice = string(keyRun), string(keyCall), string(run), string(notice)
-		return Decode(w)
+		return store.Decode(w)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reading session %s from %s: %w", id, s.name, err)

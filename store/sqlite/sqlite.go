@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"cmp"
@@ -18,6 +18,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver; pure Go, no cgo
 
 	"github.com/toolcall-lab/lab/model"
+	"github.com/toolcall-lab/lab/store"
 )
 
 // migrations[v] takes the schema from version v-1 to v. Never edit a
@@ -170,7 +171,7 @@ type SQLite struct {
 	begin, commitTx, rollback                                     *sql.Stmt
 	insertChunk, insertSession, renameSession, lastSeq, nextEpoch *sql.Stmt
 	chunk                                                         []byte
-	rows                                                          []*Row
+	rows                                                          []*store.Row
 	errs                                                          []error
 	batch                                                         []request
 
@@ -187,8 +188,8 @@ type SQLite struct {
 	// their write and drops them once a move has committed; readers look.
 	// Guarded by pendMu.
 	pendMu    sync.Mutex
-	pending   []*Row
-	bySession map[string][]*Row
+	pending   []*store.Row
+	bySession map[string][]*store.Row
 	appends   uint64 // rows ever added to pending: the checkpointer's sign of appends coming
 	// known holds every session with an event, stored or pending: this
 	// process is the file's only writer (the journal is locked), so a
@@ -239,7 +240,7 @@ type SQLite struct {
 // receives its outcome.
 type request struct {
 	op  func(*sql.Conn) error
-	row *Row
+	row *store.Row
 	res chan error // buffered, 1; errLead passes the leadership
 }
 
@@ -299,7 +300,7 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 	s := &SQLite{
 		path: path, db: db, maxBatch: opt.MaxBatch, every: opt.every, walLimit: opt.WALLimit,
 		quit: make(chan struct{}), cpDone: make(chan struct{}),
-		seqs: make(map[string]uint64), txSeqs: make(map[string]uint64), bySession: make(map[string][]*Row), known: make(map[string]struct{}),
+		seqs: make(map[string]uint64), txSeqs: make(map[string]uint64), bySession: make(map[string][]*store.Row), known: make(map[string]struct{}),
 	}
 	if s.wconn, err = db.Conn(context.Background()); err != nil {
 		db.Close()
@@ -547,7 +548,7 @@ func (s *SQLite) pendingRows() int {
 }
 
 // addPending adds rows, just written to the journal, to pending.
-func (s *SQLite) addPending(rows []*Row) {
+func (s *SQLite) addPending(rows []*store.Row) {
 	s.pendMu.Lock()
 	defer s.pendMu.Unlock()
 	s.appends += uint64(len(rows))
@@ -673,8 +674,8 @@ func (s *SQLite) insertRows() error {
 // insertChunks sorts rows by session and seq and inserts each session's
 // as one chunk. A session's rows must be consecutive seqs after those
 // chunks already hold, as a move's and an older build's are.
-func (s *SQLite) insertChunks(rows []*Row) error {
-	slices.SortFunc(rows, func(a, b *Row) int {
+func (s *SQLite) insertChunks(rows []*store.Row) error {
+	slices.SortFunc(rows, func(a, b *store.Row) int {
 		return cmp.Or(strings.Compare(a.Session, b.Session), cmp.Compare(a.Seq, b.Seq))
 	})
 	for len(rows) > 0 {
@@ -766,7 +767,7 @@ func (s *SQLite) send(ctx context.Context, r request) error {
 	s.mu.Lock()
 	if s.shut {
 		s.mu.Unlock()
-		return ErrClosed
+		return store.ErrClosed
 	}
 	s.queue = append(s.queue, r)
 	lead := !s.leading
@@ -827,10 +828,10 @@ func (s *SQLite) convertOlder() error {
 				return err
 			}
 			for _, id := range ids {
-				var rows []*Row
+				var rows []*store.Row
 				// recent's pos and events' seq both order a session's rows.
 				err := queryRows(ctx, c, `SELECT `+eventCols+` FROM `+table+` WHERE session = ? ORDER BY seq`, []any{id}, func(r *sql.Rows) error {
-					var w Row
+					var w store.Row
 					rows = append(rows, &w)
 					return r.Scan(&w.Session, &w.Seq, &w.TimeMs, &w.Actor, &w.Kind, &w.Message, &w.MsgKind, &w.MsgFrom, &w.Raw, &w.KeyRun, &w.KeyCall, &w.Run, &w.Notice, &w.Prediction)
 				})
@@ -923,8 +924,8 @@ func (s *SQLite) checkpoint() {
 }
 
 // Append stores r and returns once it is committed.
-func (s *SQLite) Append(ctx context.Context, r Record) error {
-	w, err := Encode(r)
+func (s *SQLite) Append(ctx context.Context, r store.Record) error {
+	w, err := store.Encode(r)
 	if err != nil {
 		return err
 	}
@@ -943,7 +944,7 @@ func (s *SQLite) Append(ctx context.Context, r Record) error {
 		}
 		if uint64(w.Seq) != last+1 {
 			if uint64(w.Seq) <= last {
-				return ErrSeqTaken
+				return store.ErrSeqTaken
 			}
 			return fmt.Errorf("seq %d, want %d", w.Seq, last+1)
 		}
@@ -995,7 +996,7 @@ func (s *SQLite) Delete(ctx context.Context, ids []string) error {
 func (s *SQLite) Ready(ctx context.Context) error {
 	s.probeMu.Lock()
 	defer s.probeMu.Unlock()
-	if !s.failed.Swap(false) && !s.probedAt.IsZero() && time.Since(s.probedAt) < ProbeEvery {
+	if !s.failed.Swap(false) && !s.probedAt.IsZero() && time.Since(s.probedAt) < store.ProbeEvery {
 		return s.probeErr
 	}
 	err := s.write(ctx, func(c *sql.Conn) error {
@@ -1014,10 +1015,10 @@ func (s *SQLite) Ready(ctx context.Context) error {
 }
 
 // Sessions lists the stored sessions, oldest first.
-func (s *SQLite) Sessions(ctx context.Context) ([]Session, error) {
+func (s *SQLite) Sessions(ctx context.Context) ([]store.Session, error) {
 	select {
 	case <-s.quit:
-		return nil, ErrClosed
+		return nil, store.ErrClosed
 	default:
 	}
 	// A session's row is written when its first event moves in.
@@ -1031,9 +1032,9 @@ func (s *SQLite) Sessions(ctx context.Context) ([]Session, error) {
 		return nil, fmt.Errorf("listing sessions in %s: %w", s.path, err)
 	}
 	defer rows.Close()
-	var out []Session
+	var out []store.Session
 	for rows.Next() {
-		var x Session
+		var x store.Session
 		var created, last int64
 		if err := rows.Scan(&x.ID, &x.Name, &created, &last); err != nil {
 			return nil, fmt.Errorf("listing sessions in %s: %w", s.path, err)
@@ -1048,21 +1049,21 @@ func (s *SQLite) Sessions(ctx context.Context) ([]Session, error) {
 }
 
 // Events returns one session's records in order; none for an unknown session.
-func (s *SQLite) Events(ctx context.Context, id string) ([]Record, error) {
+func (s *SQLite) Events(ctx context.Context, id string) ([]store.Record, error) {
 	return s.EventsAfter(ctx, id, 0)
 }
 
 // EventsAfter returns one session's records after seq after, in order.
-func (s *SQLite) EventsAfter(ctx context.Context, id string, after uint64) ([]Record, error) {
+func (s *SQLite) EventsAfter(ctx context.Context, id string, after uint64) ([]store.Record, error) {
 	select {
 	case <-s.quit:
-		return nil, ErrClosed
+		return nil, store.ErrClosed
 	default:
 	}
 	// Pending rows first: one that moves meanwhile is then found in one
 	// place or both, never in neither. They are the newest of the session's.
 	s.pendMu.Lock()
-	var newest []*Row
+	var newest []*store.Row
 	for _, w := range s.bySession[id] {
 		if uint64(w.Seq) > after {
 			newest = append(newest, w)
@@ -1078,7 +1079,7 @@ func (s *SQLite) EventsAfter(ctx context.Context, id string, after uint64) ([]Re
 		return nil, fmt.Errorf("reading session %s from %s: %w", id, s.path, err)
 	}
 	defer rows.Close()
-	var out []Record
+	var out []store.Record
 	var data []byte
 	for rows.Next() {
 		if err := rows.Scan(&data); err != nil {
@@ -1092,7 +1093,7 @@ func (s *SQLite) EventsAfter(ctx context.Context, id string, after uint64) ([]Re
 			if uint64(w.Seq) <= after {
 				continue
 			}
-			r, err := Decode(*w)
+			r, err := store.Decode(*w)
 			if err != nil {
 				return nil, fmt.Errorf("reading %s: %w", s.path, err)
 			}
@@ -1106,7 +1107,7 @@ func (s *SQLite) EventsAfter(ctx context.Context, id string, after uint64) ([]Re
 		if len(out) > 0 && uint64(w.Seq) <= out[len(out)-1].Seq {
 			continue // moved while this read ran: read from chunks already
 		}
-		r, err := Decode(*w)
+		r, err := store.Decode(*w)
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", s.path, err)
 		}

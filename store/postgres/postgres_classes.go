@@ -1,4 +1,4 @@
-package store
+package postgres
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/toolcall-lab/lab/store"
 )
 
 // pgClassesSchema is PostgreSQL schema version 2: classes, members and
@@ -47,7 +49,7 @@ var pgClassesSchema = []string{
 	`CREATE INDEX logins_class ON logins (class)`,
 }
 
-var _ Classes = (*Postgres)(nil)
+var _ store.Classes = (*Postgres)(nil)
 
 // pgViolation reports whether err is PostgreSQL refusing a duplicate in the
 // named unique index or constraint.
@@ -65,14 +67,14 @@ func (s *Postgres) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 }
 
 // CreateClass stores a new class.
-func (s *Postgres) CreateClass(ctx context.Context, c Class) error {
+func (s *Postgres) CreateClass(ctx context.Context, c store.Class) error {
 	if err := s.check(); err != nil {
 		return err
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO classes (id, code, title, is_open, key_hash, created, predictions_required) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 		c.ID, c.Code, c.Title, c.Open, c.KeyHash[:], c.Created.UnixMilli(), c.PredictionsRequired)
 	if pgViolation(err, "classes_open_code") {
-		err = ErrCodeTaken
+		err = store.ErrCodeTaken
 	}
 	if err != nil {
 		return fmt.Errorf("creating class %s in %s: %w", c.ID, s.name, err)
@@ -80,16 +82,16 @@ func (s *Postgres) CreateClass(ctx context.Context, c Class) error {
 	return nil
 }
 
-func pgClass(row pgx.CollectableRow) (Class, error) {
-	return ScanClass(row) // the same columns as SQLite's (ClassColumns)
+func pgClass(row pgx.CollectableRow) (store.Class, error) {
+	return store.ScanClass(row) // the same columns as SQLite's (ClassColumns)
 }
 
 // Classes lists every class, oldest first.
-func (s *Postgres) Classes(ctx context.Context) ([]Class, error) {
+func (s *Postgres) Classes(ctx context.Context) ([]store.Class, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+ClassColumns+` FROM classes ORDER BY created, id`)
+	rows, err := s.pool.Query(ctx, `SELECT `+store.ClassColumns+` FROM classes ORDER BY created, id`)
 	if err != nil {
 		return nil, fmt.Errorf("listing classes in %s: %w", s.name, err)
 	}
@@ -100,43 +102,43 @@ func (s *Postgres) Classes(ctx context.Context) ([]Class, error) {
 	return out, nil
 }
 
-func (s *Postgres) oneClass(ctx context.Context, what, query string, args ...any) (Class, error) {
+func (s *Postgres) oneClass(ctx context.Context, what, query string, args ...any) (store.Class, error) {
 	if err := s.check(); err != nil {
-		return Class{}, err
+		return store.Class{}, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+ClassColumns+` FROM classes `+query, args...)
+	rows, err := s.pool.Query(ctx, `SELECT `+store.ClassColumns+` FROM classes `+query, args...)
 	if err != nil {
-		return Class{}, fmt.Errorf("reading %s from %s: %w", what, s.name, err)
+		return store.Class{}, fmt.Errorf("reading %s from %s: %w", what, s.name, err)
 	}
 	c, err := pgx.CollectExactlyOneRow(rows, pgClass)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Class{}, ErrNotFound
+		return store.Class{}, store.ErrNotFound
 	}
 	if err != nil {
-		return Class{}, fmt.Errorf("reading %s from %s: %w", what, s.name, err)
+		return store.Class{}, fmt.Errorf("reading %s from %s: %w", what, s.name, err)
 	}
 	return c, nil
 }
 
 // Class returns one class.
-func (s *Postgres) Class(ctx context.Context, id string) (Class, error) {
+func (s *Postgres) Class(ctx context.Context, id string) (store.Class, error) {
 	return s.oneClass(ctx, "class "+id, `WHERE id = $1`, id)
 }
 
 // ClassByCode returns the open class with code, else the newest closed one.
-func (s *Postgres) ClassByCode(ctx context.Context, code string) (Class, error) {
+func (s *Postgres) ClassByCode(ctx context.Context, code string) (store.Class, error) {
 	return s.oneClass(ctx, "a class by code", `WHERE code = $1 ORDER BY is_open DESC, created DESC, id LIMIT 1`, code)
 }
 
 // ClassByKey returns the class whose key hashes to keyHash.
-func (s *Postgres) ClassByKey(ctx context.Context, keyHash [32]byte) (Class, error) {
+func (s *Postgres) ClassByKey(ctx context.Context, keyHash [32]byte) (store.Class, error) {
 	return s.oneClass(ctx, "a class by key", `WHERE key_hash = $1`, keyHash[:])
 }
 
 // pgChanged fails with ErrNotFound when the statement changed no row.
 func pgChanged(tag pgconn.CommandTag, err error) error {
 	if err == nil && tag.RowsAffected() == 0 {
-		return ErrNotFound
+		return store.ErrNotFound
 	}
 	return err
 }
@@ -148,7 +150,7 @@ func (s *Postgres) SetClassOpen(ctx context.Context, id string, open bool, code 
 	}
 	err := pgChanged(s.pool.Exec(ctx, `UPDATE classes SET is_open = $1, code = $2 WHERE id = $3`, open, code, id))
 	if pgViolation(err, "classes_open_code") {
-		err = ErrCodeTaken
+		err = store.ErrCodeTaken
 	}
 	if err != nil {
 		return fmt.Errorf("opening or closing class %s in %s: %w", id, s.name, err)
@@ -163,7 +165,7 @@ func (s *Postgres) SetClassPredictions(ctx context.Context, id string, required 
 			return err
 		}
 		// Delivered on commit: other replicas apply the setting (heard).
-		_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, pgChannel, ClassChanged+id+" 0")
+		_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, pgChannel, store.ClassChanged+id+" 0")
 		return err
 	})
 	if err != nil {
@@ -223,21 +225,21 @@ func (s *Postgres) DeleteClass(ctx context.Context, id string) ([]string, error)
 // AddMember stores a member of an open class under a name not taken in it.
 // The class's row is locked meanwhile, so that it cannot close between the
 // check and the insert.
-func (s *Postgres) AddMember(ctx context.Context, m Member) error {
+func (s *Postgres) AddMember(ctx context.Context, m store.Member) error {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var open bool
 		switch err := tx.QueryRow(ctx, `SELECT is_open FROM classes WHERE id = $1 FOR SHARE`, m.Class).Scan(&open); {
 		case errors.Is(err, pgx.ErrNoRows):
-			return ErrNotFound
+			return store.ErrNotFound
 		case err != nil:
 			return err
 		case !open:
-			return ErrClassClosed
+			return store.ErrClassClosed
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO members (session, class, name, name_key, joined) VALUES ($1, $2, $3, $4, $5)`,
-			m.Session, m.Class, m.Name, NameKey(m.Name), m.Joined.UnixMilli())
+			m.Session, m.Class, m.Name, store.NameKey(m.Name), m.Joined.UnixMilli())
 		if pgViolation(err, "members_name") {
-			return ErrNameTaken
+			return store.ErrNameTaken
 		}
 		return err
 	})
@@ -252,9 +254,9 @@ func (s *Postgres) RenameMember(ctx context.Context, session, name string) error
 	if err := s.check(); err != nil {
 		return err
 	}
-	err := pgChanged(s.pool.Exec(ctx, `UPDATE members SET name = $1, name_key = $2 WHERE session = $3`, name, NameKey(name), session))
+	err := pgChanged(s.pool.Exec(ctx, `UPDATE members SET name = $1, name_key = $2 WHERE session = $3`, name, store.NameKey(name), session))
 	if pgViolation(err, "members_name") {
-		err = ErrNameTaken
+		err = store.ErrNameTaken
 	}
 	if err != nil {
 		return fmt.Errorf("renaming member %s in %s: %w", session, s.name, err)
@@ -274,7 +276,7 @@ func (s *Postgres) RemoveMembers(ctx context.Context, sessions []string) error {
 }
 
 // Members lists every member, by class then join time.
-func (s *Postgres) Members(ctx context.Context) ([]Member, error) {
+func (s *Postgres) Members(ctx context.Context) ([]store.Member, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -282,11 +284,11 @@ func (s *Postgres) Members(ctx context.Context) ([]Member, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing members in %s: %w", s.name, err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Member, error) {
-		var m Member
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Member, error) {
+		var m store.Member
 		var joined int64
 		if err := row.Scan(&m.Session, &m.Class, &m.Name, &joined); err != nil {
-			return Member{}, err
+			return store.Member{}, err
 		}
 		m.Joined = time.UnixMilli(joined).UTC()
 		return m, nil
@@ -298,18 +300,18 @@ func (s *Postgres) Members(ctx context.Context) ([]Member, error) {
 }
 
 // MemberOf returns one session's membership.
-func (s *Postgres) MemberOf(ctx context.Context, session string) (Member, error) {
+func (s *Postgres) MemberOf(ctx context.Context, session string) (store.Member, error) {
 	if err := s.check(); err != nil {
-		return Member{}, err
+		return store.Member{}, err
 	}
-	m := Member{Session: session}
+	m := store.Member{Session: session}
 	var joined int64
 	err := s.pool.QueryRow(ctx, `SELECT class, name, joined FROM members WHERE session = $1`, session).Scan(&m.Class, &m.Name, &joined)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Member{}, ErrNotFound
+		return store.Member{}, store.ErrNotFound
 	}
 	if err != nil {
-		return Member{}, fmt.Errorf("reading the membership of %s from %s: %w", session, s.name, err)
+		return store.Member{}, fmt.Errorf("reading the membership of %s from %s: %w", session, s.name, err)
 	}
 	m.Joined = time.UnixMilli(joined).UTC()
 	return m, nil
@@ -317,7 +319,7 @@ func (s *Postgres) MemberOf(ctx context.Context, session string) (Member, error)
 
 // SaveLogin stores a login after dropping expired ones and, past keep, the
 // soonest to expire.
-func (s *Postgres) SaveLogin(ctx context.Context, l Login, now time.Time, keep int) error {
+func (s *Postgres) SaveLogin(ctx context.Context, l store.Login, now time.Time, keep int) error {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM logins WHERE expires <= $1`, now.UnixMilli()); err != nil {
 			return err
@@ -337,19 +339,19 @@ func (s *Postgres) SaveLogin(ctx context.Context, l Login, now time.Time, keep i
 }
 
 // Login returns the login with this id hash.
-func (s *Postgres) Login(ctx context.Context, idHash [32]byte) (Login, error) {
+func (s *Postgres) Login(ctx context.Context, idHash [32]byte) (store.Login, error) {
 	if err := s.check(); err != nil {
-		return Login{}, err
+		return store.Login{}, err
 	}
-	var l Login
+	var l store.Login
 	var cred []byte
 	var expires int64
 	err := s.pool.QueryRow(ctx, `SELECT class, credential, expires FROM logins WHERE id_hash = $1`, idHash[:]).Scan(&l.Class, &cred, &expires)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Login{}, ErrNotFound
+		return store.Login{}, store.ErrNotFound
 	}
 	if err != nil {
-		return Login{}, fmt.Errorf("reading a login from %s: %w", s.name, err)
+		return store.Login{}, fmt.Errorf("reading a login from %s: %w", s.name, err)
 	}
 	l.IDHash = idHash
 	copy(l.Credential[:], cred)
