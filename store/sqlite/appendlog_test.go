@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/toolcall-lab/lab/store"
+	"github.com/toolcall-lab/lab/store/storetest"
 )
 
 // appendLog is the cgo-free alternative that issue 14 asks to measure
@@ -49,8 +52,8 @@ func openAppendLog(path string) (*appendLog, error) {
 
 func (l *appendLog) Close() error { return l.f.Close() }
 
-func (l *appendLog) Append(_ context.Context, r Record) error {
-	w, err := Encode(r)
+func (l *appendLog) Append(_ context.Context, r store.Record) error {
+	w, err := store.Encode(r)
 	if err != nil {
 		return err
 	}
@@ -84,7 +87,7 @@ func (l *appendLog) Append(_ context.Context, r Record) error {
 
 // appendLogRecord frames one row: its length, its CRC-32, then each field
 // (numbers as varints, text as a length and its bytes).
-func appendLogRecord(b []byte, w *Row) []byte {
+func appendLogRecord(b []byte, w *store.Row) []byte {
 	start := len(b)
 	b = append(b, 0, 0, 0, 0, 0, 0, 0, 0) // length and CRC, filled in below
 	for _, n := range []int64{w.Seq, w.TimeMs, w.Message} {
@@ -117,7 +120,7 @@ func TestAppendLog(t *testing.T) {
 		wg.Go(func() {
 			id := fmt.Sprintf("session-%d", g)
 			for seq := uint64(1); seq <= 50; seq++ {
-				if err := l.Append(ctx, walkthrough(id, seq)); err != nil {
+				if err := l.Append(ctx, storetest.Walkthrough(id, seq)); err != nil {
 					t.Error(err)
 					return
 				}
@@ -125,7 +128,7 @@ func TestAppendLog(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if err := l.Append(ctx, walkthrough("session-0", 52)); err == nil {
+	if err := l.Append(ctx, storetest.Walkthrough("session-0", 52)); err == nil {
 		t.Fatal("seq 52 after 50 was taken")
 	}
 	data, err := os.ReadFile(path)

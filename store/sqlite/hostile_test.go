@@ -1,8 +1,7 @@
-package store
+package sqlite
 
 import (
 	"context"
-	"encoding/csv"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"github.com/toolcall-lab/lab/model"
+	"github.com/toolcall-lab/lab/store"
+	"github.com/toolcall-lab/lab/store/storetest"
 )
 
 // flood appends replies of rawBytes each to many sessions from 8 writers
@@ -38,7 +39,7 @@ func flood(t *testing.T, s *SQLite, rawBytes int, stopAfter int64, d time.Durati
 				// A new session every 200 records, as a flood of start
 				// frames across sessions would.
 				id := fmt.Sprintf("flood-%d-%d", w, i/200)
-				r := Record{Session: id, Seq: uint64(i%200 + 1), Time: t0, Run: "run-1",
+				r := store.Record{Session: id, Seq: uint64(i%200 + 1), Time: storetest.T0, Run: "run-1",
 					Event: model.Event{Kind: model.MessageQueued, By: model.Student, Message: model.Message{ID: i%200 + 1, Kind: model.ReplyMessage, From: model.Student, Raw: raw}}}
 				if err := s.Append(ctx, r); err != nil {
 					failed.Add(1)
@@ -129,7 +130,7 @@ func readyChild(t *testing.T) {
 	signal.Ignore(syscall.SIGXFSZ) // a write past the limit fails with EFBIG instead
 	s := openTemp(t, Options{})
 	ctx := context.Background()
-	for _, r := range sample("a")[:3] {
+	for _, r := range storetest.Sample("a")[:3] {
 		if err := s.Append(ctx, r); err != nil {
 			t.Fatal(err)
 		}
@@ -149,7 +150,7 @@ func readyChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	failedAt := waitReady(t, s, false)
-	if err := s.Append(ctx, sample("a")[3]); err == nil {
+	if err := s.Append(ctx, storetest.Sample("a")[3]); err == nil {
 		t.Error("an append succeeded while no file could grow")
 	}
 	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
@@ -157,7 +158,7 @@ func readyChild(t *testing.T) {
 	}
 	backAt := waitReady(t, s, true)
 	t.Logf("Ready failed %v after writes began to fail, and passed %v after they worked again", failedAt, backAt)
-	if err := s.Append(ctx, sample("a")[3]); err != nil {
+	if err := s.Append(ctx, storetest.Sample("a")[3]); err != nil {
 		t.Fatalf("append after the limit was lifted: %v", err)
 	}
 }
@@ -177,49 +178,5 @@ func waitReady(t *testing.T, s *SQLite, ready bool) time.Duration {
 			t.Fatalf("Ready still %v after %v, want ready=%v", err, within, ready)
 		}
 		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// TestCSVDefusesFormulas: finding 6 of issue 10. A name a spreadsheet would
-// run as a formula is written with a leading ', in every column, and
-// nothing else changes.
-func TestCSVDefusesFormulas(t *testing.T) {
-	t.Parallel()
-	for _, tt := range []struct{ in, want string }{
-		{"=1+1", "'=1+1"},
-		{"@SUM(1+1)*cmd|'/C calc'!A0", "'@SUM(1+1)*cmd|'/C calc'!A0"},
-		{"+1", "'+1"},
-		{"-2", "'-2"},
-		{"\tx", "'\tx"},
-		{"\rx", "'\rx"},
-		{"Ada = 1", "Ada = 1"},
-		{"", ""},
-		{"'quoted", "'quoted"},
-	} {
-		if got := CSVCell(tt.in); got != tt.want {
-			t.Errorf("CSVCell(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-	var b strings.Builder
-	w, err := NewCSV(&b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs := sample("s")[:1]
-	if err := w.Write(Session{ID: "s", Name: "=HYPERLINK(\"http://evil\")"}, recs); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := csv.NewReader(strings.NewReader(b.String())).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := rows[1][1]; got != "'=HYPERLINK(\"http://evil\")" {
-		t.Fatalf("name cell %q, want it prefixed with '", got)
-	}
-	if rows[1][0] != "s" || rows[1][2] != "1" {
-		t.Fatalf("other cells changed: %q", rows[1])
 	}
 }
