@@ -600,8 +600,8 @@ func TestBrowserReconnectsAfterServerRestart(t *testing.T) {
 	// Both servers share one event log, as a restarted process shares its
 	// data file, so the page must come back to the state it left.
 	data := filepath.Join(t.TempDir(), "lab.db")
-	open := func() (*server.Server, *sqlite.SQLite) {
-		st, err := sqlite.OpenSQLite(data, sqlite.Options{})
+	open := func() (*server.Server, *sqlite.Store) {
+		st, err := sqlite.Open(data, sqlite.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

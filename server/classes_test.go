@@ -557,7 +557,7 @@ func TestDeleteSessions(t *testing.T) {
 func TestClassesSurviveRestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "lab.db")
 	open := func(token string) (*httptest.Server, func()) {
-		st, err := sqlite.OpenSQLite(path, sqlite.Options{})
+		st, err := sqlite.Open(path, sqlite.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

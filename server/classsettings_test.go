@@ -28,7 +28,7 @@ func TestClassPredictionsRequired(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "lab.db")
 	open := func() (*httptest.Server, func()) {
-		st, err := sqlite.OpenSQLite(path, sqlite.Options{})
+		st, err := sqlite.Open(path, sqlite.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

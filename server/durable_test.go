@@ -25,9 +25,9 @@ import (
 	"github.com/toolcall-lab/lab/store/sqlite"
 )
 
-func openSQLite(t *testing.T) *sqlite.SQLite {
+func openSQLite(t *testing.T) *sqlite.Store {
 	t.Helper()
-	st, err := sqlite.OpenSQLite(filepath.Join(t.TempDir(), "lab.db"), sqlite.Options{})
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "lab.db"), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -320,7 +320,7 @@ func TestGradesAgreeWithTheBoard(t *testing.T) {
 func TestRestartKeepsTicksAndPredictions(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "lab.db")
-	st, err := sqlite.OpenSQLite(path, sqlite.Options{})
+	st, err := sqlite.Open(path, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +350,7 @@ func TestRestartKeepsTicksAndPredictions(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	st2, err := sqlite.OpenSQLite(path, sqlite.Options{})
+	st2, err := sqlite.Open(path, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

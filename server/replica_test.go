@@ -24,9 +24,9 @@ import (
 
 // openPostgres opens a store on url, as one replica would: each replica
 // has its own pool and listener on the shared database.
-func openPostgres(t *testing.T, url string) *postgres.Postgres {
+func openPostgres(t *testing.T, url string) *postgres.Store {
 	t.Helper()
-	st, err := postgres.OpenPostgres(context.Background(), url)
+	st, err := postgres.Open(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,11 @@
 // state is the fold of its records' events through model.Lab, so the log is
 // the one source of truth for state, timeline and export.
 //
-// Three implementations share one behaviour: SQLite (durable, group
-// commit; the default), Postgres (shared by several replicas, with a
+// This package is the domain: the types and their errors, Store (what
+// package server consumes), the codec the drivers share (Row), the exports
+// and Memory. It imports no database driver. Three implementations share
+// one behaviour, which store/storetest checks: store/sqlite (durable, group
+// commit; the default), store/postgres (shared by several replicas, with a
 // notification per append) and Memory (for tests and demos; gone when the
 // process exits).
 package store

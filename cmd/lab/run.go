@@ -482,8 +482,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	}
 	dataName := "the sessions"
 	switch {
-	case postgres.IsPostgresURL(cfg.data):
-		st, err := postgres.OpenPostgres(ctx, cfg.data)
+	case postgres.IsURL(cfg.data):
+		st, err := postgres.Open(ctx, cfg.data)
 		if err != nil {
 			return err // names the database, without its password
 		}
@@ -492,7 +492,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 		dataName = st.Name()
 		log.Info("sessions are stored", "database", st.Name())
 	case cfg.data != memoryData:
-		st, err := sqlite.OpenSQLite(cfg.data, sqlite.Options{FullSync: cfg.dataSync == "full"})
+		st, err := sqlite.Open(cfg.data, sqlite.Options{FullSync: cfg.dataSync == "full"})
 		if err != nil {
 			return err // names the file
 		}

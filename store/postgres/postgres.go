@@ -1,3 +1,7 @@
+// Package postgres is the store that several replicas share: one
+// PostgreSQL database (jackc/pgx), and a notification for every append
+// (Listen), so it is a store.Listener as well as a store.Store. cmd/lab
+// opens it for a postgres:// -data URL.
 package postgres
 
 import (
@@ -52,7 +56,7 @@ var pgMigrations = [][]string{
 			PRIMARY KEY (session, seq)
 		)`,
 	},
-	2: pgClassesSchema, // store/postgres_classes.go
+	2: pgClassesSchema, // postgres_classes.go
 	// 3: a delivery's prediction (model.Prediction's word, '' for none),
 	// as SQLite's version 4.
 	3: {
@@ -68,20 +72,20 @@ var pgMigrations = [][]string{
 // the events from the log, so the notification carries nothing else.
 const pgChannel = "lab_events"
 
-// IsPostgresURL reports whether data names a PostgreSQL database rather
+// IsURL reports whether data names a PostgreSQL database rather
 // than a SQLite file.
-func IsPostgresURL(data string) bool {
+func IsURL(data string) bool {
 	return strings.HasPrefix(data, "postgres://") || strings.HasPrefix(data, "postgresql://")
 }
 
-// Postgres is the store that several replicas share: one PostgreSQL
+// Store is the store that several replicas share: one PostgreSQL
 // database, appends under PRIMARY KEY (session, seq), and a notification
 // on pgChannel for every committed append.
 //
 // Ownership: the pool is safe for concurrent use and owns its connections;
 // closed is set once by Close. Listen owns the one connection it opens, for
 // as long as it runs. No goroutine of its own beyond the pool's.
-type Postgres struct {
+type Store struct {
 	name   string // the URL without its password, for errors and logs
 	pool   *pgxpool.Pool
 	closed atomic.Bool
@@ -94,9 +98,14 @@ type Postgres struct {
 	failed   atomic.Bool
 }
 
-// OpenPostgres connects to the database at rawURL, migrates it to
-// PGSchemaVersion and returns the store.
-func OpenPostgres(ctx context.Context, rawURL string) (*Postgres, error) {
+var (
+	_ store.Store    = (*Store)(nil)
+	_ store.Listener = (*Store)(nil)
+)
+
+// Open connects to the database at rawURL, migrates it to
+// SchemaVersion and returns the store.
+func Open(ctx context.Context, rawURL string) (*Store, error) {
 	name := redact(rawURL)
 	cfg, err := pgxpool.ParseConfig(rawURL)
 	if err != nil {
@@ -116,11 +125,11 @@ func OpenPostgres(ctx context.Context, rawURL string) (*Postgres, error) {
 		pool.Close()
 		return nil, fmt.Errorf("opening the lab's database %s: %w", name, err)
 	}
-	return &Postgres{name: name, pool: pool}, nil
+	return &Store{name: name, pool: pool}, nil
 }
 
-// PGSchemaVersion is the PostgreSQL schema this build writes.
-func PGSchemaVersion() int { return len(pgMigrations) - 1 }
+// SchemaVersion is the PostgreSQL schema this build writes.
+func SchemaVersion() int { return len(pgMigrations) - 1 }
 
 // redact drops the password from a database URL.
 func redact(rawURL string) string {
@@ -155,10 +164,10 @@ func pgMigrate(ctx context.Context, pool *pgxpool.Pool) error {
 	case err != nil:
 		return err
 	}
-	if v > PGSchemaVersion() {
-		return fmt.Errorf("schema version %d is newer than this build knows (%d): run a newer lab", v, PGSchemaVersion())
+	if v > SchemaVersion() {
+		return fmt.Errorf("schema version %d is newer than this build knows (%d): run a newer lab", v, SchemaVersion())
 	}
-	for v++; v <= PGSchemaVersion(); v++ {
+	for v++; v <= SchemaVersion(); v++ {
 		for _, stmt := range pgMigrations[v] {
 			if _, err := tx.Exec(ctx, stmt); err != nil {
 				return fmt.Errorf("migrating to schema version %d: %w", v, err)
@@ -172,9 +181,9 @@ func pgMigrate(ctx context.Context, pool *pgxpool.Pool) error {
 }
 
 // Name is the database's URL without its password.
-func (s *Postgres) Name() string { return s.name }
+func (s *Store) Name() string { return s.name }
 
-func (s *Postgres) check() error {
+func (s *Store) check() error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
@@ -184,7 +193,7 @@ func (s *Postgres) check() error {
 // Append stores r and notifies pgChannel, in one round trip and one
 // (implicit) transaction, and returns once it is committed. A seq already
 // stored is ErrSeqTaken.
-func (s *Postgres) Append(ctx context.Context, r store.Record) error {
+func (s *Store) Append(ctx context.Context, r store.Record) error {
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -218,7 +227,7 @@ func (s *Postgres) Append(ctx context.Context, r store.Record) error {
 
 // Delete removes the sessions with their events, in one (implicit)
 // transaction, and notifies each as seq 0: other replicas drop them.
-func (s *Postgres) Delete(ctx context.Context, ids []string) error {
+func (s *Store) Delete(ctx context.Context, ids []string) error {
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -238,7 +247,7 @@ const notifyDeletedSQL = `SELECT pg_notify($1, id || ' 0') FROM unnest($2::text[
 // unreachable or read-only (a standby). As SQLite's, it probes at most once
 // every ProbeEvery (a flood of probes is not a flood of writes), and again
 // at once after an append failed.
-func (s *Postgres) Ready(ctx context.Context) error {
+func (s *Store) Ready(ctx context.Context) error {
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -256,7 +265,7 @@ func (s *Postgres) Ready(ctx context.Context) error {
 }
 
 // Sessions lists the stored sessions, oldest first.
-func (s *Postgres) Sessions(ctx context.Context) ([]store.Session, error) {
+func (s *Store) Sessions(ctx context.Context) ([]store.Session, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -284,12 +293,12 @@ func (s *Postgres) Sessions(ctx context.Context) ([]store.Session, error) {
 }
 
 // Events returns one session's records in order; none for an unknown session.
-func (s *Postgres) Events(ctx context.Context, id string) ([]store.Record, error) {
+func (s *Store) Events(ctx context.Context, id string) ([]store.Record, error) {
 	return s.EventsAfter(ctx, id, 0)
 }
 
 // EventsAfter returns one session's records after seq after, in order.
-func (s *Postgres) EventsAfter(ctx context.Context, id string, after uint64) ([]store.Record, error) {
+func (s *Store) EventsAfter(ctx context.Context, id string, after uint64) ([]store.Record, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -319,7 +328,7 @@ func (s *Postgres) EventsAfter(ctx context.Context, id string, after uint64) ([]
 // nil) or its connection fails (it returns the error; call it again). Between a failure and the next ready, appends go
 // unheard: whoever calls it catches up after ready. notify and ready run
 // in Listen's goroutine, one at a time.
-func (s *Postgres) Listen(ctx context.Context, ready func(), notify func(session string, seq uint64)) error {
+func (s *Store) Listen(ctx context.Context, ready func(), notify func(session string, seq uint64)) error {
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -383,7 +392,7 @@ func listenError(ctx context.Context, err error) error {
 }
 
 // Close closes the pool; every later call fails with ErrClosed.
-func (s *Postgres) Close() error {
+func (s *Store) Close() error {
 	if !s.closed.Swap(true) {
 		s.pool.Close()
 	}

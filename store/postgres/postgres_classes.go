@@ -49,8 +49,6 @@ var pgClassesSchema = []string{
 	`CREATE INDEX logins_class ON logins (class)`,
 }
 
-var _ store.Classes = (*Postgres)(nil)
-
 // pgViolation reports whether err is PostgreSQL refusing a duplicate in the
 // named unique index or constraint.
 func pgViolation(err error, constraint string) bool {
@@ -59,7 +57,7 @@ func pgViolation(err error, constraint string) bool {
 }
 
 // inTx runs fn in one transaction on the pool.
-func (s *Postgres) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -67,7 +65,7 @@ func (s *Postgres) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 }
 
 // CreateClass stores a new class.
-func (s *Postgres) CreateClass(ctx context.Context, c store.Class) error {
+func (s *Store) CreateClass(ctx context.Context, c store.Class) error {
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -87,7 +85,7 @@ func pgClass(row pgx.CollectableRow) (store.Class, error) {
 }
 
 // Classes lists every class, oldest first.
-func (s *Postgres) Classes(ctx context.Context) ([]store.Class, error) {
+func (s *Store) Classes(ctx context.Context) ([]store.Class, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -102,7 +100,7 @@ func (s *Postgres) Classes(ctx context.Context) ([]store.Class, error) {
 	return out, nil
 }
 
-func (s *Postgres) oneClass(ctx context.Context, what, query string, args ...any) (store.Class, error) {
+func (s *Store) oneClass(ctx context.Context, what, query string, args ...any) (store.Class, error) {
 	if err := s.check(); err != nil {
 		return store.Class{}, err
 	}
@@ -121,17 +119,17 @@ func (s *Postgres) oneClass(ctx context.Context, what, query string, args ...any
 }
 
 // Class returns one class.
-func (s *Postgres) Class(ctx context.Context, id string) (store.Class, error) {
+func (s *Store) Class(ctx context.Context, id string) (store.Class, error) {
 	return s.oneClass(ctx, "class "+id, `WHERE id = $1`, id)
 }
 
 // ClassByCode returns the open class with code, else the newest closed one.
-func (s *Postgres) ClassByCode(ctx context.Context, code string) (store.Class, error) {
+func (s *Store) ClassByCode(ctx context.Context, code string) (store.Class, error) {
 	return s.oneClass(ctx, "a class by code", `WHERE code = $1 ORDER BY is_open DESC, created DESC, id LIMIT 1`, code)
 }
 
 // ClassByKey returns the class whose key hashes to keyHash.
-func (s *Postgres) ClassByKey(ctx context.Context, keyHash [32]byte) (store.Class, error) {
+func (s *Store) ClassByKey(ctx context.Context, keyHash [32]byte) (store.Class, error) {
 	return s.oneClass(ctx, "a class by key", `WHERE key_hash = $1`, keyHash[:])
 }
 
@@ -144,7 +142,7 @@ func pgChanged(tag pgconn.CommandTag, err error) error {
 }
 
 // SetClassOpen closes or reopens a class.
-func (s *Postgres) SetClassOpen(ctx context.Context, id string, open bool, code string) error {
+func (s *Store) SetClassOpen(ctx context.Context, id string, open bool, code string) error {
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -159,7 +157,7 @@ func (s *Postgres) SetClassOpen(ctx context.Context, id string, open bool, code 
 }
 
 // SetClassPredictions sets whether the class requires predictions.
-func (s *Postgres) SetClassPredictions(ctx context.Context, id string, required bool) error {
+func (s *Store) SetClassPredictions(ctx context.Context, id string, required bool) error {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := pgChanged(tx.Exec(ctx, `UPDATE classes SET predictions_required = $1 WHERE id = $2`, required, id)); err != nil {
 			return err
@@ -175,7 +173,7 @@ func (s *Postgres) SetClassPredictions(ctx context.Context, id string, required 
 }
 
 // SetClassKey replaces the class key and ends the class's logins.
-func (s *Postgres) SetClassKey(ctx context.Context, id string, keyHash [32]byte) error {
+func (s *Store) SetClassKey(ctx context.Context, id string, keyHash [32]byte) error {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := pgChanged(tx.Exec(ctx, `UPDATE classes SET key_hash = $1 WHERE id = $2`, keyHash[:], id)); err != nil {
 			return err
@@ -191,7 +189,7 @@ func (s *Postgres) SetClassKey(ctx context.Context, id string, keyHash [32]byte)
 
 // DeleteClass deletes the class with its members, sessions, events and
 // logins.
-func (s *Postgres) DeleteClass(ctx context.Context, id string) ([]string, error) {
+func (s *Store) DeleteClass(ctx context.Context, id string) ([]string, error) {
 	var sessions []string
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT session FROM members WHERE class = $1 ORDER BY joined, session`, id)
@@ -225,7 +223,7 @@ func (s *Postgres) DeleteClass(ctx context.Context, id string) ([]string, error)
 // AddMember stores a member of an open class under a name not taken in it.
 // The class's row is locked meanwhile, so that it cannot close between the
 // check and the insert.
-func (s *Postgres) AddMember(ctx context.Context, m store.Member) error {
+func (s *Store) AddMember(ctx context.Context, m store.Member) error {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var open bool
 		switch err := tx.QueryRow(ctx, `SELECT is_open FROM classes WHERE id = $1 FOR SHARE`, m.Class).Scan(&open); {
@@ -250,7 +248,7 @@ func (s *Postgres) AddMember(ctx context.Context, m store.Member) error {
 }
 
 // RenameMember renames session's membership to a name not taken in its class.
-func (s *Postgres) RenameMember(ctx context.Context, session, name string) error {
+func (s *Store) RenameMember(ctx context.Context, session, name string) error {
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -265,7 +263,7 @@ func (s *Postgres) RenameMember(ctx context.Context, session, name string) error
 }
 
 // RemoveMembers forgets the sessions' memberships.
-func (s *Postgres) RemoveMembers(ctx context.Context, sessions []string) error {
+func (s *Store) RemoveMembers(ctx context.Context, sessions []string) error {
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -276,7 +274,7 @@ func (s *Postgres) RemoveMembers(ctx context.Context, sessions []string) error {
 }
 
 // Members lists every member, by class then join time.
-func (s *Postgres) Members(ctx context.Context) ([]store.Member, error) {
+func (s *Store) Members(ctx context.Context) ([]store.Member, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -300,7 +298,7 @@ func (s *Postgres) Members(ctx context.Context) ([]store.Member, error) {
 }
 
 // MemberOf returns one session's membership.
-func (s *Postgres) MemberOf(ctx context.Context, session string) (store.Member, error) {
+func (s *Store) MemberOf(ctx context.Context, session string) (store.Member, error) {
 	if err := s.check(); err != nil {
 		return store.Member{}, err
 	}
@@ -319,7 +317,7 @@ func (s *Postgres) MemberOf(ctx context.Context, session string) (store.Member, 
 
 // SaveLogin stores a login after dropping expired ones and, past keep, the
 // soonest to expire.
-func (s *Postgres) SaveLogin(ctx context.Context, l store.Login, now time.Time, keep int) error {
+func (s *Store) SaveLogin(ctx context.Context, l store.Login, now time.Time, keep int) error {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM logins WHERE expires <= $1`, now.UnixMilli()); err != nil {
 			return err
@@ -339,7 +337,7 @@ func (s *Postgres) SaveLogin(ctx context.Context, l store.Login, now time.Time, 
 }
 
 // Login returns the login with this id hash.
-func (s *Postgres) Login(ctx context.Context, idHash [32]byte) (store.Login, error) {
+func (s *Store) Login(ctx context.Context, idHash [32]byte) (store.Login, error) {
 	if err := s.check(); err != nil {
 		return store.Login{}, err
 	}
@@ -360,7 +358,7 @@ func (s *Postgres) Login(ctx context.Context, idHash [32]byte) (store.Login, err
 }
 
 // DeleteLogin ends one login.
-func (s *Postgres) DeleteLogin(ctx context.Context, idHash [32]byte) error {
+func (s *Store) DeleteLogin(ctx context.Context, idHash [32]byte) error {
 	if err := s.check(); err != nil {
 		return err
 	}

@@ -24,9 +24,9 @@ func TestConformance(t *testing.T) {
 }
 
 // openPG opens a Postgres store on a database of its own (pgtest).
-func openPG(t testing.TB) *Postgres {
+func openPG(t testing.TB) *Store {
 	t.Helper()
-	s, err := OpenPostgres(context.Background(), pgtest.Database(t))
+	s, err := Open(context.Background(), pgtest.Database(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestPostgresReopensAndRefusesNewer(t *testing.T) {
 	t.Parallel()
 	url := pgtest.Database(t)
 	ctx := context.Background()
-	s, err := OpenPostgres(ctx, url)
+	s, err := Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestPostgresReopensAndRefusesNewer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	other, err := OpenPostgres(ctx, url)
+	other, err := Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,17 +58,17 @@ func TestPostgresReopensAndRefusesNewer(t *testing.T) {
 		t.Fatalf("the second store reads %v %+v", err, got)
 	}
 	other.Close()
-	if _, err := s.pool.Exec(ctx, `UPDATE schema_version SET version = $1`, PGSchemaVersion()+1); err != nil {
+	if _, err := s.pool.Exec(ctx, `UPDATE schema_version SET version = $1`, SchemaVersion()+1); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
-	if s, err := OpenPostgres(ctx, url); err == nil || !strings.Contains(err.Error(), "newer") {
+	if s, err := Open(ctx, url); err == nil || !strings.Contains(err.Error(), "newer") {
 		if s != nil {
 			s.Close()
 		}
 		t.Fatalf("newer schema: %v", err)
 	}
-	if _, err := OpenPostgres(ctx, "postgres://nobody:secret@127.0.0.1:1/none?connect_timeout=2"); err == nil || strings.Contains(err.Error(), "secret") {
+	if _, err := Open(ctx, "postgres://nobody:secret@127.0.0.1:1/none?connect_timeout=2"); err == nil || strings.Contains(err.Error(), "secret") {
 		t.Fatalf("unreachable database: %v, want an error without the password", err)
 	}
 }
@@ -81,12 +81,12 @@ func TestPostgresListen(t *testing.T) {
 	t.Parallel()
 	url := pgtest.Database(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := OpenPostgres(ctx, url)
+	a, err := Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := OpenPostgres(ctx, url)
+	b, err := Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestPostgresMigratesVersion2(t *testing.T) {
 	}
 	old.Close(ctx)
 
-	s, err := OpenPostgres(ctx, url)
+	s, err := Open(ctx, url)
 	if err != nil {
 		t.Fatalf("opening a version 2 database: %v", err)
 	}
@@ -181,7 +181,7 @@ func TestPostgresMigratesVersion2(t *testing.T) {
 		t.Fatalf("a new prediction after migrating: %v %+v", err, recs)
 	}
 	var v int
-	if err := s.pool.QueryRow(ctx, `SELECT version FROM schema_version`).Scan(&v); err != nil || v != PGSchemaVersion() {
-		t.Fatalf("schema version %d (%v), want %d", v, err, PGSchemaVersion())
+	if err := s.pool.QueryRow(ctx, `SELECT version FROM schema_version`).Scan(&v); err != nil || v != SchemaVersion() {
+		t.Fatalf("schema version %d (%v), want %d", v, err, SchemaVersion())
 	}
 }

@@ -22,7 +22,7 @@ import (
 // until written bytes pass stopAfter or d passes, sampling the write-ahead
 // log's size every 20 ms. It returns the largest log seen and the bytes
 // written.
-func flood(t *testing.T, s *SQLite, rawBytes int, stopAfter int64, d time.Duration) (maxWAL, written int64) {
+func flood(t *testing.T, s *Store, rawBytes int, stopAfter int64, d time.Duration) (maxWAL, written int64) {
 	t.Helper()
 	ctx := context.Background()
 	raw := strings.Repeat("x", rawBytes)
@@ -165,7 +165,7 @@ func readyChild(t *testing.T) {
 
 // waitReady polls Ready until it says ready (or not) and returns how long
 // that took, within two seconds.
-func waitReady(t *testing.T, s *SQLite, ready bool) time.Duration {
+func waitReady(t *testing.T, s *Store, ready bool) time.Duration {
 	t.Helper()
 	start := time.Now()
 	const within = 2 * time.Second

@@ -17,7 +17,7 @@ import (
 // journal when write(2) has returned, which is when it survives kill -9
 // (the data is in the page cache; a power cut needs Options.FullSync, an
 // fsync per write). The store moves the journal's rows into the chunks
-// table in one transaction and then empties the journal (SQLite.inTx).
+// table in one transaction and then empties the journal (Store.inTx).
 //
 // The file is a header, journalMagic and the epoch (8 bytes, little
 // endian), then records: a length and a CRC-32 of the body (4 bytes each,
@@ -29,7 +29,7 @@ import (
 // middle of a write, whose append was not acknowledged) fails its length
 // or CRC and is cut.
 //
-// Ownership: the store's leader writes it (one at a time, see SQLite);
+// Ownership: the store's leader writes it (one at a time, see Store);
 // nothing else touches it after open.
 type journal struct {
 	f     *os.File

@@ -51,15 +51,13 @@ var classSettingsSchema = []string{
 	`ALTER TABLE classes ADD COLUMN predictions_required INTEGER NOT NULL DEFAULT 0`,
 }
 
-var _ store.Classes = (*SQLite)(nil)
-
 // uniqueViolation reports whether err is SQLite's refusal of a duplicate
 // in a unique index; its message names the index's columns.
 func uniqueViolation(err error, column string) bool {
 	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed") && strings.Contains(err.Error(), column)
 }
 
-func (s *SQLite) closed() bool {
+func (s *Store) closed() bool {
 	select {
 	case <-s.quit:
 		return true
@@ -69,7 +67,7 @@ func (s *SQLite) closed() bool {
 }
 
 // CreateClass stores a new class.
-func (s *SQLite) CreateClass(ctx context.Context, c store.Class) error {
+func (s *Store) CreateClass(ctx context.Context, c store.Class) error {
 	err := s.write(ctx, func(tx *sql.Conn) error {
 		_, err := tx.ExecContext(context.Background(), `INSERT INTO classes (id, code, title, is_open, key_hash, created, predictions_required) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 			c.ID, c.Code, c.Title, c.Open, c.KeyHash[:], c.Created.UnixMilli(), c.PredictionsRequired)
@@ -85,7 +83,7 @@ func (s *SQLite) CreateClass(ctx context.Context, c store.Class) error {
 }
 
 // Classes lists every class, oldest first.
-func (s *SQLite) Classes(ctx context.Context) ([]store.Class, error) {
+func (s *Store) Classes(ctx context.Context) ([]store.Class, error) {
 	if s.closed() {
 		return nil, store.ErrClosed
 	}
@@ -108,7 +106,7 @@ func (s *SQLite) Classes(ctx context.Context) ([]store.Class, error) {
 	return out, nil
 }
 
-func (s *SQLite) oneClass(ctx context.Context, what, query string, args ...any) (store.Class, error) {
+func (s *Store) oneClass(ctx context.Context, what, query string, args ...any) (store.Class, error) {
 	if s.closed() {
 		return store.Class{}, store.ErrClosed
 	}
@@ -123,17 +121,17 @@ func (s *SQLite) oneClass(ctx context.Context, what, query string, args ...any) 
 }
 
 // Class returns one class.
-func (s *SQLite) Class(ctx context.Context, id string) (store.Class, error) {
+func (s *Store) Class(ctx context.Context, id string) (store.Class, error) {
 	return s.oneClass(ctx, "class "+id, `WHERE id = ?`, id)
 }
 
 // ClassByCode returns the open class with code, else the newest closed one.
-func (s *SQLite) ClassByCode(ctx context.Context, code string) (store.Class, error) {
+func (s *Store) ClassByCode(ctx context.Context, code string) (store.Class, error) {
 	return s.oneClass(ctx, "a class by code", `WHERE code = ? ORDER BY is_open DESC, created DESC, id LIMIT 1`, code)
 }
 
 // ClassByKey returns the class whose key hashes to keyHash.
-func (s *SQLite) ClassByKey(ctx context.Context, keyHash [32]byte) (store.Class, error) {
+func (s *Store) ClassByKey(ctx context.Context, keyHash [32]byte) (store.Class, error) {
 	return s.oneClass(ctx, "a class by key", `WHERE key_hash = ?`, keyHash[:])
 }
 
@@ -151,7 +149,7 @@ func changed(res sql.Result, err error) error {
 }
 
 // SetClassOpen closes or reopens a class.
-func (s *SQLite) SetClassOpen(ctx context.Context, id string, open bool, code string) error {
+func (s *Store) SetClassOpen(ctx context.Context, id string, open bool, code string) error {
 	err := s.write(ctx, func(tx *sql.Conn) error {
 		err := changed(tx.ExecContext(context.Background(), `UPDATE classes SET is_open = ?, code = ? WHERE id = ?`, open, code, id))
 		if uniqueViolation(err, "classes.code") {
@@ -166,7 +164,7 @@ func (s *SQLite) SetClassOpen(ctx context.Context, id string, open bool, code st
 }
 
 // SetClassPredictions sets whether the class requires predictions.
-func (s *SQLite) SetClassPredictions(ctx context.Context, id string, required bool) error {
+func (s *Store) SetClassPredictions(ctx context.Context, id string, required bool) error {
 	err := s.write(ctx, func(tx *sql.Conn) error {
 		return changed(tx.ExecContext(context.Background(), `UPDATE classes SET predictions_required = ? WHERE id = ?`, required, id))
 	})
@@ -177,7 +175,7 @@ func (s *SQLite) SetClassPredictions(ctx context.Context, id string, required bo
 }
 
 // SetClassKey replaces the class key and ends the class's logins.
-func (s *SQLite) SetClassKey(ctx context.Context, id string, keyHash [32]byte) error {
+func (s *Store) SetClassKey(ctx context.Context, id string, keyHash [32]byte) error {
 	err := s.write(ctx, func(tx *sql.Conn) error {
 		if err := changed(tx.ExecContext(context.Background(), `UPDATE classes SET key_hash = ? WHERE id = ?`, keyHash[:], id)); err != nil {
 			return err
@@ -192,7 +190,7 @@ func (s *SQLite) SetClassKey(ctx context.Context, id string, keyHash [32]byte) e
 }
 
 // DeleteClass deletes the class with its members, sessions, events and logins.
-func (s *SQLite) DeleteClass(ctx context.Context, id string) ([]string, error) {
+func (s *Store) DeleteClass(ctx context.Context, id string) ([]string, error) {
 	var sessions []string
 	err := s.write(ctx, func(tx *sql.Conn) error {
 		sessions = sessions[:0] // a retried transaction starts again
@@ -235,7 +233,7 @@ func (s *SQLite) DeleteClass(ctx context.Context, id string) ([]string, error) {
 }
 
 // AddMember stores a member of an open class under a name not taken in it.
-func (s *SQLite) AddMember(ctx context.Context, m store.Member) error {
+func (s *Store) AddMember(ctx context.Context, m store.Member) error {
 	err := s.write(ctx, func(tx *sql.Conn) error {
 		var open bool
 		switch err := tx.QueryRowContext(context.Background(), `SELECT is_open FROM classes WHERE id = ?`, m.Class).Scan(&open); {
@@ -260,7 +258,7 @@ func (s *SQLite) AddMember(ctx context.Context, m store.Member) error {
 }
 
 // RenameMember renames session's membership to a name not taken in its class.
-func (s *SQLite) RenameMember(ctx context.Context, session, name string) error {
+func (s *Store) RenameMember(ctx context.Context, session, name string) error {
 	err := s.write(ctx, func(tx *sql.Conn) error {
 		err := changed(tx.ExecContext(context.Background(), `UPDATE members SET name = ?, name_key = ? WHERE session = ?`, name, store.NameKey(name), session))
 		if uniqueViolation(err, "members.name_key") {
@@ -275,7 +273,7 @@ func (s *SQLite) RenameMember(ctx context.Context, session, name string) error {
 }
 
 // RemoveMembers forgets the sessions' memberships.
-func (s *SQLite) RemoveMembers(ctx context.Context, sessions []string) error {
+func (s *Store) RemoveMembers(ctx context.Context, sessions []string) error {
 	err := s.write(ctx, func(tx *sql.Conn) error {
 		for _, id := range sessions {
 			if _, err := tx.ExecContext(context.Background(), `DELETE FROM members WHERE session = ?`, id); err != nil {
@@ -291,7 +289,7 @@ func (s *SQLite) RemoveMembers(ctx context.Context, sessions []string) error {
 }
 
 // Members lists every member, by class then join time.
-func (s *SQLite) Members(ctx context.Context) ([]store.Member, error) {
+func (s *Store) Members(ctx context.Context) ([]store.Member, error) {
 	if s.closed() {
 		return nil, store.ErrClosed
 	}
@@ -317,7 +315,7 @@ func (s *SQLite) Members(ctx context.Context) ([]store.Member, error) {
 }
 
 // MemberOf returns one session's membership.
-func (s *SQLite) MemberOf(ctx context.Context, session string) (store.Member, error) {
+func (s *Store) MemberOf(ctx context.Context, session string) (store.Member, error) {
 	if s.closed() {
 		return store.Member{}, store.ErrClosed
 	}
@@ -336,7 +334,7 @@ func (s *SQLite) MemberOf(ctx context.Context, session string) (store.Member, er
 
 // SaveLogin stores a login after dropping expired ones and, past keep, the
 // soonest to expire.
-func (s *SQLite) SaveLogin(ctx context.Context, l store.Login, now time.Time, keep int) error {
+func (s *Store) SaveLogin(ctx context.Context, l store.Login, now time.Time, keep int) error {
 	err := s.write(ctx, func(tx *sql.Conn) error {
 		if _, err := tx.ExecContext(context.Background(), `DELETE FROM logins WHERE expires <= ?`, now.UnixMilli()); err != nil {
 			return err
@@ -356,7 +354,7 @@ func (s *SQLite) SaveLogin(ctx context.Context, l store.Login, now time.Time, ke
 }
 
 // Login returns the login with this id hash.
-func (s *SQLite) Login(ctx context.Context, idHash [32]byte) (store.Login, error) {
+func (s *Store) Login(ctx context.Context, idHash [32]byte) (store.Login, error) {
 	if s.closed() {
 		return store.Login{}, store.ErrClosed
 	}
@@ -377,7 +375,7 @@ func (s *SQLite) Login(ctx context.Context, idHash [32]byte) (store.Login, error
 }
 
 // DeleteLogin ends one login.
-func (s *SQLite) DeleteLogin(ctx context.Context, idHash [32]byte) error {
+func (s *Store) DeleteLogin(ctx context.Context, idHash [32]byte) error {
 	err := s.write(ctx, func(tx *sql.Conn) error {
 		_, err := tx.ExecContext(context.Background(), `DELETE FROM logins WHERE id_hash = ?`, idHash[:])
 		return err

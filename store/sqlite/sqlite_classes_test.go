@@ -22,7 +22,7 @@ func TestSQLiteMigratesVersion1(t *testing.T) {
 	}
 	db.Close()
 
-	s, err := OpenSQLite(path, Options{})
+	s, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestSQLiteMigratesVersion1(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	s, err = OpenSQLite(path, Options{})
+	s, err = Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,9 +30,9 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Store { return openTemp(t, Options{}) })
 }
 
-func openTemp(t testing.TB, opt Options) *SQLite {
+func openTemp(t testing.TB, opt Options) *Store {
 	t.Helper()
-	s, err := OpenSQLite(filepath.Join(t.TempDir(), "data", "lab.db"), opt)
+	s, err := Open(filepath.Join(t.TempDir(), "data", "lab.db"), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func openTemp(t testing.TB, opt Options) *SQLite {
 func TestSQLiteReopens(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "lab.db")
-	s, err := OpenSQLite(path, Options{})
+	s, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestSQLiteReopens(t *testing.T) {
 		}
 	}
 	s.Close()
-	s, err = OpenSQLite(path, Options{})
+	s, err = Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestSQLiteMigratesVersion1Predictions(t *testing.T) {
 		`INSERT INTO events (session, seq, time, actor, kind, message, run, notice)
 			VALUES ('a', 2, 1, 'student', 'delivered', 1, 'run-1', 'Unresolved: deadline observed without a final reply.')`).Close()
 
-	s, err := OpenSQLite(path, Options{})
+	s, err := Open(path, Options{})
 	if err != nil {
 		t.Fatalf("opening a version 1 file: %v", err)
 	}
@@ -141,7 +141,7 @@ func TestSQLiteConvertsOlderEvents(t *testing.T) {
 	}
 	db.Close()
 
-	s, err := OpenSQLite(path, Options{})
+	s, err := Open(path, Options{})
 	if err != nil {
 		t.Fatalf("opening a version 6 file: %v", err)
 	}
@@ -207,12 +207,12 @@ func TestSQLiteRefusesBadFiles(t *testing.T) {
 	if err := os.WriteFile(corrupt, bytes.Repeat([]byte("not a database "), 512), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenSQLite(corrupt, Options{}); err == nil || !strings.Contains(err.Error(), corrupt) {
+	if _, err := Open(corrupt, Options{}); err == nil || !strings.Contains(err.Error(), corrupt) {
 		t.Fatalf("corrupt file: %v, want an error naming it", err)
 	}
 
 	newer := filepath.Join(dir, "newer.db")
-	s, err := OpenSQLite(newer, Options{})
+	s, err := Open(newer, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func TestSQLiteRefusesBadFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	if _, err := OpenSQLite(newer, Options{}); err == nil || !strings.Contains(err.Error(), "newer") {
+	if _, err := Open(newer, Options{}); err == nil || !strings.Contains(err.Error(), "newer") {
 		t.Fatalf("newer schema: %v", err)
 	}
 }
@@ -424,7 +424,7 @@ func BenchmarkAppendLoops(b *testing.B) {
 // reopen, and an append that is not its session's next seq is refused.
 func TestSQLiteJournal(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "lab.db")
-	s, err := OpenSQLite(path, Options{every: time.Hour})
+	s, err := Open(path, Options{every: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -483,13 +483,13 @@ func TestSQLiteJournal(t *testing.T) {
 	if len(s.pending) == 0 {
 		t.Fatal("nothing left in the journal to test a reopen with")
 	}
-	if _, err := OpenSQLite(path, Options{}); err == nil {
+	if _, err := Open(path, Options{}); err == nil {
 		t.Fatal("a second store opened the data file the first has open")
 	}
 	// A restart after kill -9: the files as they are, opened elsewhere.
 	crash := crashImage(t, path, nil)
 	s.Close()
-	if s, err = OpenSQLite(crash, Options{every: time.Hour}); err != nil {
+	if s, err = Open(crash, Options{every: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
@@ -552,7 +552,7 @@ func crashImage(t *testing.T, path string, journal []byte) string {
 func TestSQLiteJournalRestarts(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "lab.db")
-	s, err := OpenSQLite(path, Options{every: time.Hour})
+	s, err := Open(path, Options{every: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -570,7 +570,7 @@ func TestSQLiteJournalRestarts(t *testing.T) {
 	}
 
 	torn := append(slices.Clone(journal), journal[journalHeaderSize:journalHeaderSize+20]...)
-	c, err := OpenSQLite(crashImage(t, path, torn), Options{every: time.Hour})
+	c, err := Open(crashImage(t, path, torn), Options{every: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -590,7 +590,7 @@ func TestSQLiteJournalRestarts(t *testing.T) {
 	if err := s.Delete(ctx, []string{"a"}); err != nil {
 		t.Fatal(err)
 	}
-	c, err = OpenSQLite(crashImage(t, path, journal), Options{every: time.Hour})
+	c, err = Open(crashImage(t, path, journal), Options{every: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -601,7 +601,7 @@ func TestSQLiteJournalRestarts(t *testing.T) {
 
 	newer := slices.Clone(journal)
 	binary.LittleEndian.PutUint64(newer[len(journalMagic):], 99)
-	if _, err := OpenSQLite(crashImage(t, path, newer), Options{}); err == nil || !strings.Contains(err.Error(), "newer than its database") || !strings.Contains(err.Error(), "move it away") {
+	if _, err := Open(crashImage(t, path, newer), Options{}); err == nil || !strings.Contains(err.Error(), "newer than its database") || !strings.Contains(err.Error(), "move it away") {
 		t.Fatalf("a journal of a later epoch: %v", err)
 	}
 }
@@ -679,7 +679,7 @@ func TestSQLiteJournalMovesWhenIdle(t *testing.T) {
 func TestSQLiteGroupCommit(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "lab.db")
-	s, err := OpenSQLite(path, Options{MaxBatch: 3, every: 5 * time.Millisecond})
+	s, err := Open(path, Options{MaxBatch: 3, every: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -732,7 +732,7 @@ func TestSQLiteGroupCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
-	if s, err = OpenSQLite(path, Options{}); err != nil {
+	if s, err = Open(path, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
