@@ -18,7 +18,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/toolcall-lab/lab/server"
-	"github.com/toolcall-lab/lab/store"
+	"github.com/toolcall-lab/lab/store/sqlite"
 )
 
 // The texts the page shows, from the seed's model and the student protocol.
@@ -600,8 +600,8 @@ func TestBrowserReconnectsAfterServerRestart(t *testing.T) {
 	// Both servers share one event log, as a restarted process shares its
 	// data file, so the page must come back to the state it left.
 	data := filepath.Join(t.TempDir(), "lab.db")
-	open := func() (*server.Server, *store.SQLite) {
-		st, err := store.OpenSQLite(data, store.Options{})
+	open := func() (*server.Server, *sqlite.Store) {
+		st, err := sqlite.Open(data, sqlite.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolcall-lab/lab/server"
 	"github.com/toolcall-lab/lab/store"
+	"github.com/toolcall-lab/lab/store/sqlite"
 )
 
 // classroomView is what the class pages show, read from the DOM.
@@ -78,8 +79,8 @@ var sessionPath = regexp.MustCompile(`^/lab/([0-9a-f-]{36})$`)
 // class only.
 func TestBrowserClassroom(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "lab.db")
-	open := func() (*server.Server, *store.SQLite) {
-		st, err := store.OpenSQLite(data, store.Options{})
+	open := func() (*server.Server, *sqlite.Store) {
+		st, err := sqlite.Open(data, sqlite.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,7 +102,7 @@ func TestBrowserClassroom(t *testing.T) {
 	// The second server stops after the browser has closed (cleanups run
 	// last in, first out), so no page sees it go.
 	var second *server.Server
-	var secondStore *store.SQLite
+	var secondStore *sqlite.Store
 	t.Cleanup(func() {
 		if second != nil {
 			stopLab(t, second)

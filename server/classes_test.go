@@ -20,6 +20,7 @@ import (
 
 	"github.com/toolcall-lab/lab/server"
 	"github.com/toolcall-lab/lab/store"
+	"github.com/toolcall-lab/lab/store/sqlite"
 )
 
 // classBody is a class as the API answers it.
@@ -556,7 +557,7 @@ func TestDeleteSessions(t *testing.T) {
 func TestClassesSurviveRestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "lab.db")
 	open := func(token string) (*httptest.Server, func()) {
-		st, err := store.OpenSQLite(path, store.Options{})
+		st, err := sqlite.Open(path, sqlite.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

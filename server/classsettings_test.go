@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/toolcall-lab/lab/server"
-	"github.com/toolcall-lab/lab/store"
+	"github.com/toolcall-lab/lab/store/sqlite"
 )
 
 // joinedSession joins class code as name from local and returns the session id.
@@ -28,7 +28,7 @@ func TestClassPredictionsRequired(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "lab.db")
 	open := func() (*httptest.Server, func()) {
-		st, err := store.OpenSQLite(path, store.Options{})
+		st, err := sqlite.Open(path, sqlite.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

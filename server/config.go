@@ -41,7 +41,7 @@ type Config struct {
 	// Store keeps every session's events; Start loads the sessions from it.
 	// Default (nil): a fresh in-memory store (store.NewMemory). The Server
 	// never closes it: whoever opened it does, after Shutdown.
-	Store Store
+	Store store.Store
 	// SessionTTL is how long a session may stay idle (no change and no
 	// open connection) before the janitor deletes it.
 	SessionTTL time.Duration

@@ -22,11 +22,12 @@ import (
 	"github.com/toolcall-lab/lab/model"
 	"github.com/toolcall-lab/lab/server"
 	"github.com/toolcall-lab/lab/store"
+	"github.com/toolcall-lab/lab/store/sqlite"
 )
 
-func openSQLite(t *testing.T) *store.SQLite {
+func openSQLite(t *testing.T) *sqlite.Store {
 	t.Helper()
-	st, err := store.OpenSQLite(filepath.Join(t.TempDir(), "lab.db"), store.Options{})
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "lab.db"), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolcall-lab/lab/server"
 	"github.com/toolcall-lab/lab/store"
+	"github.com/toolcall-lab/lab/store/sqlite"
 )
 
 // exerciseFrame is the state frame's exercise and prediction fields, and
@@ -319,7 +320,7 @@ func TestGradesAgreeWithTheBoard(t *testing.T) {
 func TestRestartKeepsTicksAndPredictions(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "lab.db")
-	st, err := store.OpenSQLite(path, store.Options{})
+	st, err := sqlite.Open(path, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +350,7 @@ func TestRestartKeepsTicksAndPredictions(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	st2, err := store.OpenSQLite(path, store.Options{})
+	st2, err := sqlite.Open(path, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func grade(info store.Session, recs []store.Record) (gradeRow, error) {
 
 // gradeRows grades the stored sessions that keep accepts (every one when
 // keep is nil), oldest first.
-func gradeRows(ctx context.Context, st Store, keep func(store.Session) bool) ([]gradeRow, error) {
+func gradeRows(ctx context.Context, st store.Store, keep func(store.Session) bool) ([]gradeRow, error) {
 	infos, err := st.Sessions(ctx)
 	if err != nil {
 		return nil, err

@@ -8,35 +8,6 @@ import (
 	"github.com/toolcall-lab/lab/store"
 )
 
-// Store keeps sessions' events. package store has three: store.SQLite
-// (durable, the default), store.Postgres (shared by replicas; it is also a
-// Listener) and store.Memory (tests and demos).
-type Store interface {
-	// Append returns once r is committed; an error means it was not stored.
-	// A seq another replica stored first is store.ErrSeqTaken.
-	Append(ctx context.Context, r store.Record) error
-	// Sessions lists the stored sessions.
-	Sessions(ctx context.Context) ([]store.Session, error)
-	// Events returns one session's records in seq order.
-	Events(ctx context.Context, id string) ([]store.Record, error)
-	// EventsAfter returns one session's records after seq after, in order.
-	EventsAfter(ctx context.Context, id string, after uint64) ([]store.Record, error)
-	// Delete removes sessions with their events.
-	Delete(ctx context.Context, ids []string) error
-	// Ready reports whether the store takes writes now.
-	Ready(ctx context.Context) error
-	// Classes keeps classes, their members and console logins
-	// (docs/classes.md).
-	store.Classes
-}
-
-// Listener is a Store that several replicas share: it tells of every
-// append any of them commits (store.Postgres.Listen has the contract).
-// With one, Start starts the listener (replica.go).
-type Listener interface {
-	Listen(ctx context.Context, ready func(), notify func(session string, seq uint64)) error
-}
-
 // load rebuilds every stored session by replaying its events (for Start).
 // It touches no Server state but the config: the caller adds the sessions.
 func (s *Server) load(ctx context.Context) ([]*session, error) {

@@ -38,8 +38,8 @@ type listener struct {
 }
 
 // isListener reports whether st is shared with other replicas.
-func isListener(st Store) bool {
-	_, ok := st.(Listener)
+func isListener(st store.Store) bool {
+	_, ok := st.(store.Listener)
 	return ok
 }
 
@@ -49,7 +49,7 @@ const listenRetry = 2 * time.Second
 // startListener starts listening and waits for the first attempt: it
 // returns once notifications are heard (so that sessions loaded after it
 // miss nothing), or with the first attempt's error and nothing running.
-func (s *Server) startListener(l Listener) (*listener, error) {
+func (s *Server) startListener(l store.Listener) (*listener, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ln := &listener{cancel: cancel, done: make(chan struct{})}
 	first := make(chan error, 1)

@@ -19,14 +19,14 @@ import (
 	"github.com/toolcall-lab/lab/internal/pgtest"
 	"github.com/toolcall-lab/lab/model"
 	"github.com/toolcall-lab/lab/server"
-	"github.com/toolcall-lab/lab/store"
+	"github.com/toolcall-lab/lab/store/postgres"
 )
 
 // openPostgres opens a store on url, as one replica would: each replica
 // has its own pool and listener on the shared database.
-func openPostgres(t *testing.T, url string) *store.Postgres {
+func openPostgres(t *testing.T, url string) *postgres.Store {
 	t.Helper()
-	st, err := store.OpenPostgres(context.Background(), url)
+	st, err := postgres.Open(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestReplicaHearsAgain(t *testing.T) {
 	}
 	defer admin.Close(context.Background())
 	var cut int
-	if err := admin.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1`, store.ListenerName).Scan(&cut); err != nil || cut != 2 {
+	if err := admin.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1`, postgres.ListenerName).Scan(&cut); err != nil || cut != 2 {
 		t.Fatalf("cut %d listeners: %v", cut, err)
 	}
 	f := onB.do(`{"type":"queueDeadline"}`)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/toolcall-lab/lab/model"
 	"github.com/toolcall-lab/lab/static"
+	"github.com/toolcall-lab/lab/store"
 )
 
 // Server is the lab's HTTP and WebSocket server. New builds it without I/O
@@ -149,7 +150,7 @@ func (s *Server) Start(ctx context.Context) error {
 	s.mu.Unlock()
 
 	var ln *listener
-	if l, ok := s.cfg.Store.(Listener); ok {
+	if l, ok := s.cfg.Store.(store.Listener); ok {
 		var err error
 		if ln, err = s.startListener(l); err != nil {
 			return fmt.Errorf("starting the lab: %w", err)

@@ -36,7 +36,7 @@ type session struct {
 	id      string
 	limits  model.Limits
 	metrics *metrics
-	store   Store
+	store   store.Store
 	shared  bool // other replicas change the store too (it is a Listener)
 	now     func() time.Time
 	changed func()

@@ -113,6 +113,27 @@ type Classes interface {
 	DeleteLogin(ctx context.Context, idHash [32]byte) error
 }
 
+// ClassColumns are the columns, in order, that ScanClass reads: the SQL
+// drivers' classes tables have them alike.
+const ClassColumns = `id, code, title, is_open, key_hash, created, predictions_required`
+
+// ScanClass reads a class from a row of ClassColumns (a database/sql or a
+// pgx row).
+func ScanClass(row interface{ Scan(...any) error }) (Class, error) {
+	var c Class
+	var key []byte
+	var created int64
+	if err := row.Scan(&c.ID, &c.Code, &c.Title, &c.Open, &key, &created, &c.PredictionsRequired); err != nil {
+		return Class{}, err
+	}
+	if len(key) != len(c.KeyHash) {
+		return Class{}, fmt.Errorf("class %s: key hash of %d bytes", c.ID, len(key))
+	}
+	copy(c.KeyHash[:], key)
+	c.Created = time.UnixMilli(created).UTC()
+	return c, nil
+}
+
 // CodeDigits is how long a join code is.
 const CodeDigits = 6
 

@@ -11,7 +11,7 @@ import (
 )
 
 // Memory keeps sessions in process memory: for tests and demos, gone when
-// the process exits. It behaves as SQLite does, minus durability.
+// the process exits. It behaves as store/sqlite does, minus durability.
 //
 // Ownership: mu guards sessions, classes and closed; records are copied in
 // and out.
@@ -21,6 +21,8 @@ type Memory struct {
 	classes  memClasses // memory_classes.go
 	closed   bool
 }
+
+var _ Store = (*Memory)(nil)
 
 type memSession struct {
 	info Session

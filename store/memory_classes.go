@@ -16,8 +16,6 @@ type memClasses struct {
 	logins  map[[32]byte]Login
 }
 
-var _ Classes = (*Memory)(nil)
-
 func (c *memClasses) init() {
 	if c.classes == nil {
 		c.classes = make(map[string]Class)

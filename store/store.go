@@ -3,13 +3,17 @@
 // state is the fold of its records' events through model.Lab, so the log is
 // the one source of truth for state, timeline and export.
 //
-// Three implementations share one behaviour: SQLite (durable, group
-// commit; the default), Postgres (shared by several replicas, with a
+// This package is the domain: the types and their errors, Store (what
+// package server consumes), the codec the drivers share (Row), the exports
+// and Memory. It imports no database driver. Three implementations share
+// one behaviour, which store/storetest checks: store/sqlite (durable, group
+// commit; the default), store/postgres (shared by several replicas, with a
 // notification per append) and Memory (for tests and demos; gone when the
 // process exits).
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -35,6 +39,46 @@ type Session struct {
 	LastActive time.Time // time of the last change
 }
 
+// Store keeps sessions' events, and classes: it is what package server
+// consumes. Three implement it: store/sqlite (durable, the default),
+// store/postgres (shared by replicas; it is also a Listener) and Memory
+// (tests and demos); store/storetest checks that they behave alike.
+type Store interface {
+	// Append returns once r is committed; an error means it was not stored.
+	// A seq another replica stored first is ErrSeqTaken.
+	Append(ctx context.Context, r Record) error
+	// Sessions lists the stored sessions.
+	Sessions(ctx context.Context) ([]Session, error)
+	// Events returns one session's records in seq order.
+	Events(ctx context.Context, id string) ([]Record, error)
+	// EventsAfter returns one session's records after seq after, in order.
+	EventsAfter(ctx context.Context, id string, after uint64) ([]Record, error)
+	// Delete removes sessions with their events.
+	Delete(ctx context.Context, ids []string) error
+	// Ready reports whether the store takes writes now. A store that
+	// probes by writing trusts its last probe for up to ProbeEvery.
+	Ready(ctx context.Context) error
+	// Classes keeps classes, their members and console logins
+	// (docs/classes.md).
+	Classes
+}
+
+// Listener is a Store that several replicas share: it tells of every
+// append any of them commits (store/postgres's Listen has the contract).
+// With one, server.Start starts the listener (server/replica.go).
+type Listener interface {
+	Listen(ctx context.Context, ready func(), notify func(session string, seq uint64)) error
+}
+
+// ProbeEvery is how long Ready may trust its last write probe: a flood of
+// probes is not a flood of writes.
+const ProbeEvery = time.Second
+
+// ClassChanged is the session name a class's notification carries:
+// ClassChanged + the class id, with seq 0, says that its settings changed
+// (SetClassPredictions), so replicas apply them to the sessions they hold.
+const ClassChanged = "class:"
+
 // ErrClosed refuses work after Close.
 var ErrClosed = errors.New("the store is closed")
 
@@ -48,21 +92,21 @@ var ErrSeqTaken = errors.New("the seq is already taken")
 // model's one vocabulary (model.Event.KindName).
 func Kind(e model.Event) string { return e.KindName() }
 
-// row is a record flattened into the fields the journal and the chunks
-// encode (encodeRecord), the columns older builds' events table had and
-// Postgres's has. Adding an event kind means adding a case to encode and
-// to decode.
-type row struct {
-	session          string
-	seq              int64
-	timeMs           int64
-	actor, kind      string
-	message          int64
-	msgKind, msgFrom string
-	raw              []byte // a queued reply's text, exactly as captured
-	keyRun, keyCall  string // a queued deadline's captured identity
-	run, notice      string
-	prediction       string // a delivery's model.Prediction word, "" for none
+// Row is a record flattened into the fields the drivers store: the
+// columns of SQLite's older events table and of Postgres's, and what
+// store/sqlite's journal and chunks encode. Adding an event kind means
+// adding a case to Encode and to Decode.
+type Row struct {
+	Session          string
+	Seq              int64
+	TimeMs           int64
+	Actor, Kind      string
+	Message          int64
+	MsgKind, MsgFrom string
+	Raw              []byte // a queued reply's text, exactly as captured
+	KeyRun, KeyCall  string // a queued deadline's captured identity
+	Run, Notice      string
+	Prediction       string // a delivery's model.Prediction word, "" for none
 }
 
 // check refuses a record no store can encode: every store checks alike.
@@ -79,73 +123,76 @@ func check(r Record) error {
 	return nil
 }
 
-func encode(r Record) (row, error) {
+// Encode flattens r into a Row, or refuses a record no store can encode.
+func Encode(r Record) (Row, error) {
 	if err := check(r); err != nil {
-		return row{}, err
+		return Row{}, err
 	}
-	w := row{
-		session: r.Session, seq: int64(r.Seq), timeMs: r.Time.UnixMilli(),
-		actor: r.Event.By.String(), kind: Kind(r.Event),
-		message: int64(r.Event.Message.ID), run: r.Run, notice: r.Notice,
-		raw: []byte{}, // a NOT NULL column: nil would bind as NULL
+	w := Row{
+		Session: r.Session, Seq: int64(r.Seq), TimeMs: r.Time.UnixMilli(),
+		Actor: r.Event.By.String(), Kind: Kind(r.Event),
+		Message: int64(r.Event.Message.ID), Run: r.Run, Notice: r.Notice,
+		Raw: []byte{}, // a NOT NULL column: nil would bind as NULL
 	}
 	switch r.Event.Kind {
 	case model.RunStarted:
 	case model.MessageDelivered:
-		w.prediction = r.Event.Prediction.String()
+		w.Prediction = r.Event.Prediction.String()
 	case model.Renamed:
-		w.raw = append(w.raw, r.Event.Name...)
+		w.Raw = append(w.Raw, r.Event.Name...)
 	case model.MessageQueued, model.MessageInjected:
 		m := r.Event.Message
-		w.msgKind, w.msgFrom = m.Kind.String(), m.From.String()
+		w.MsgKind, w.MsgFrom = m.Kind.String(), m.From.String()
 		switch m.Kind {
 		case model.ReplyMessage:
-			w.raw = append(w.raw, m.Raw...)
+			w.Raw = append(w.Raw, m.Raw...)
 		case model.DeadlineMessage:
-			w.keyRun, w.keyCall = m.Key.RunID, m.Key.CallID
+			w.KeyRun, w.KeyCall = m.Key.RunID, m.Key.CallID
 		}
 	}
 	return w, nil
 }
 
-func decode(w row) (Record, error) {
+// Decode gives back the record Encode flattened into w; it fails on a
+// field no build of the lab writes.
+func Decode(w Row) (Record, error) {
 	r := Record{
-		Session: w.session, Seq: uint64(w.seq), Time: time.UnixMilli(w.timeMs).UTC(),
-		Run: w.run, Notice: w.notice,
+		Session: w.Session, Seq: uint64(w.Seq), Time: time.UnixMilli(w.TimeMs).UTC(),
+		Run: w.Run, Notice: w.Notice,
 	}
-	by, err := actor(w.actor)
+	by, err := actor(w.Actor)
 	if err != nil {
 		return Record{}, err
 	}
 	r.Event.By = by
-	r.Event.Message.ID = int(w.message)
-	kind, deliver, ok := model.ParseKindName(w.kind)
+	r.Event.Message.ID = int(w.Message)
+	kind, deliver, ok := model.ParseKindName(w.Kind)
 	if !ok {
-		return Record{}, fmt.Errorf("session %s seq %d: unknown event kind %q", w.session, w.seq, w.kind)
+		return Record{}, fmt.Errorf("session %s seq %d: unknown event kind %q", w.Session, w.Seq, w.Kind)
 	}
 	r.Event.Kind, r.Event.Deliver = kind, deliver
 	switch kind {
 	case model.RunStarted:
 	case model.MessageDelivered:
-		p, ok := model.ParsePrediction(w.prediction)
+		p, ok := model.ParsePrediction(w.Prediction)
 		if !ok {
-			return Record{}, fmt.Errorf("session %s seq %d: unknown prediction %q", w.session, w.seq, w.prediction)
+			return Record{}, fmt.Errorf("session %s seq %d: unknown prediction %q", w.Session, w.Seq, w.Prediction)
 		}
 		r.Event.Prediction = p
 	case model.Renamed:
-		r.Event.Name = string(w.raw)
+		r.Event.Name = string(w.Raw)
 	case model.MessageQueued, model.MessageInjected:
 		m := &r.Event.Message
-		if m.From, err = actor(w.msgFrom); err != nil {
+		if m.From, err = actor(w.MsgFrom); err != nil {
 			return Record{}, err
 		}
-		switch w.msgKind {
+		switch w.MsgKind {
 		case "reply":
-			m.Kind, m.Raw = model.ReplyMessage, string(w.raw)
+			m.Kind, m.Raw = model.ReplyMessage, string(w.Raw)
 		case "deadline":
-			m.Kind, m.Key = model.DeadlineMessage, model.Key{RunID: w.keyRun, CallID: w.keyCall}
+			m.Kind, m.Key = model.DeadlineMessage, model.Key{RunID: w.KeyRun, CallID: w.KeyCall}
 		default:
-			return Record{}, fmt.Errorf("session %s seq %d: unknown message kind %q", w.session, w.seq, w.msgKind)
+			return Record{}, fmt.Errorf("session %s seq %d: unknown message kind %q", w.Session, w.Seq, w.MsgKind)
 		}
 	}
 	return r, nil

@@ -22,7 +22,8 @@ import (
 	"time"
 
 	"github.com/toolcall-lab/lab/server"
-	"github.com/toolcall-lab/lab/store"
+	"github.com/toolcall-lab/lab/store/postgres"
+	"github.com/toolcall-lab/lab/store/sqlite"
 )
 
 // version is stamped at link time (-ldflags "-X main.version=…") and never
@@ -481,8 +482,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	}
 	dataName := "the sessions"
 	switch {
-	case store.IsPostgresURL(cfg.data):
-		st, err := store.OpenPostgres(ctx, cfg.data)
+	case postgres.IsURL(cfg.data):
+		st, err := postgres.Open(ctx, cfg.data)
 		if err != nil {
 			return err // names the database, without its password
 		}
@@ -491,7 +492,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 		dataName = st.Name()
 		log.Info("sessions are stored", "database", st.Name())
 	case cfg.data != memoryData:
-		st, err := store.OpenSQLite(cfg.data, store.Options{FullSync: cfg.dataSync == "full"})
+		st, err := sqlite.Open(cfg.data, sqlite.Options{FullSync: cfg.dataSync == "full"})
 		if err != nil {
 			return err // names the file
 		}

@@ -1,4 +1,4 @@
-package store
+package postgres
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/toolcall-lab/lab/store"
 )
 
 // pgClassesSchema is PostgreSQL schema version 2: classes, members and
@@ -47,8 +49,6 @@ var pgClassesSchema = []string{
 	`CREATE INDEX logins_class ON logins (class)`,
 }
 
-var _ Classes = (*Postgres)(nil)
-
 // pgViolation reports whether err is PostgreSQL refusing a duplicate in the
 // named unique index or constraint.
 func pgViolation(err error, constraint string) bool {
@@ -57,7 +57,7 @@ func pgViolation(err error, constraint string) bool {
 }
 
 // inTx runs fn in one transaction on the pool.
-func (s *Postgres) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -65,14 +65,14 @@ func (s *Postgres) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 }
 
 // CreateClass stores a new class.
-func (s *Postgres) CreateClass(ctx context.Context, c Class) error {
+func (s *Store) CreateClass(ctx context.Context, c store.Class) error {
 	if err := s.check(); err != nil {
 		return err
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO classes (id, code, title, is_open, key_hash, created, predictions_required) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 		c.ID, c.Code, c.Title, c.Open, c.KeyHash[:], c.Created.UnixMilli(), c.PredictionsRequired)
 	if pgViolation(err, "classes_open_code") {
-		err = ErrCodeTaken
+		err = store.ErrCodeTaken
 	}
 	if err != nil {
 		return fmt.Errorf("creating class %s in %s: %w", c.ID, s.name, err)
@@ -80,16 +80,16 @@ func (s *Postgres) CreateClass(ctx context.Context, c Class) error {
 	return nil
 }
 
-func pgClass(row pgx.CollectableRow) (Class, error) {
-	return scanClass(row) // the same columns as SQLite's (classColumns)
+func pgClass(row pgx.CollectableRow) (store.Class, error) {
+	return store.ScanClass(row) // the same columns as SQLite's (ClassColumns)
 }
 
 // Classes lists every class, oldest first.
-func (s *Postgres) Classes(ctx context.Context) ([]Class, error) {
+func (s *Store) Classes(ctx context.Context) ([]store.Class, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+classColumns+` FROM classes ORDER BY created, id`)
+	rows, err := s.pool.Query(ctx, `SELECT `+store.ClassColumns+` FROM classes ORDER BY created, id`)
 	if err != nil {
 		return nil, fmt.Errorf("listing classes in %s: %w", s.name, err)
 	}
@@ -100,55 +100,55 @@ func (s *Postgres) Classes(ctx context.Context) ([]Class, error) {
 	return out, nil
 }
 
-func (s *Postgres) oneClass(ctx context.Context, what, query string, args ...any) (Class, error) {
+func (s *Store) oneClass(ctx context.Context, what, query string, args ...any) (store.Class, error) {
 	if err := s.check(); err != nil {
-		return Class{}, err
+		return store.Class{}, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+classColumns+` FROM classes `+query, args...)
+	rows, err := s.pool.Query(ctx, `SELECT `+store.ClassColumns+` FROM classes `+query, args...)
 	if err != nil {
-		return Class{}, fmt.Errorf("reading %s from %s: %w", what, s.name, err)
+		return store.Class{}, fmt.Errorf("reading %s from %s: %w", what, s.name, err)
 	}
 	c, err := pgx.CollectExactlyOneRow(rows, pgClass)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Class{}, ErrNotFound
+		return store.Class{}, store.ErrNotFound
 	}
 	if err != nil {
-		return Class{}, fmt.Errorf("reading %s from %s: %w", what, s.name, err)
+		return store.Class{}, fmt.Errorf("reading %s from %s: %w", what, s.name, err)
 	}
 	return c, nil
 }
 
 // Class returns one class.
-func (s *Postgres) Class(ctx context.Context, id string) (Class, error) {
+func (s *Store) Class(ctx context.Context, id string) (store.Class, error) {
 	return s.oneClass(ctx, "class "+id, `WHERE id = $1`, id)
 }
 
 // ClassByCode returns the open class with code, else the newest closed one.
-func (s *Postgres) ClassByCode(ctx context.Context, code string) (Class, error) {
+func (s *Store) ClassByCode(ctx context.Context, code string) (store.Class, error) {
 	return s.oneClass(ctx, "a class by code", `WHERE code = $1 ORDER BY is_open DESC, created DESC, id LIMIT 1`, code)
 }
 
 // ClassByKey returns the class whose key hashes to keyHash.
-func (s *Postgres) ClassByKey(ctx context.Context, keyHash [32]byte) (Class, error) {
+func (s *Store) ClassByKey(ctx context.Context, keyHash [32]byte) (store.Class, error) {
 	return s.oneClass(ctx, "a class by key", `WHERE key_hash = $1`, keyHash[:])
 }
 
 // pgChanged fails with ErrNotFound when the statement changed no row.
 func pgChanged(tag pgconn.CommandTag, err error) error {
 	if err == nil && tag.RowsAffected() == 0 {
-		return ErrNotFound
+		return store.ErrNotFound
 	}
 	return err
 }
 
 // SetClassOpen closes or reopens a class.
-func (s *Postgres) SetClassOpen(ctx context.Context, id string, open bool, code string) error {
+func (s *Store) SetClassOpen(ctx context.Context, id string, open bool, code string) error {
 	if err := s.check(); err != nil {
 		return err
 	}
 	err := pgChanged(s.pool.Exec(ctx, `UPDATE classes SET is_open = $1, code = $2 WHERE id = $3`, open, code, id))
 	if pgViolation(err, "classes_open_code") {
-		err = ErrCodeTaken
+		err = store.ErrCodeTaken
 	}
 	if err != nil {
 		return fmt.Errorf("opening or closing class %s in %s: %w", id, s.name, err)
@@ -157,13 +157,13 @@ func (s *Postgres) SetClassOpen(ctx context.Context, id string, open bool, code 
 }
 
 // SetClassPredictions sets whether the class requires predictions.
-func (s *Postgres) SetClassPredictions(ctx context.Context, id string, required bool) error {
+func (s *Store) SetClassPredictions(ctx context.Context, id string, required bool) error {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := pgChanged(tx.Exec(ctx, `UPDATE classes SET predictions_required = $1 WHERE id = $2`, required, id)); err != nil {
 			return err
 		}
 		// Delivered on commit: other replicas apply the setting (heard).
-		_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, pgChannel, ClassChanged+id+" 0")
+		_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, pgChannel, store.ClassChanged+id+" 0")
 		return err
 	})
 	if err != nil {
@@ -173,7 +173,7 @@ func (s *Postgres) SetClassPredictions(ctx context.Context, id string, required 
 }
 
 // SetClassKey replaces the class key and ends the class's logins.
-func (s *Postgres) SetClassKey(ctx context.Context, id string, keyHash [32]byte) error {
+func (s *Store) SetClassKey(ctx context.Context, id string, keyHash [32]byte) error {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := pgChanged(tx.Exec(ctx, `UPDATE classes SET key_hash = $1 WHERE id = $2`, keyHash[:], id)); err != nil {
 			return err
@@ -189,7 +189,7 @@ func (s *Postgres) SetClassKey(ctx context.Context, id string, keyHash [32]byte)
 
 // DeleteClass deletes the class with its members, sessions, events and
 // logins.
-func (s *Postgres) DeleteClass(ctx context.Context, id string) ([]string, error) {
+func (s *Store) DeleteClass(ctx context.Context, id string) ([]string, error) {
 	var sessions []string
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT session FROM members WHERE class = $1 ORDER BY joined, session`, id)
@@ -223,21 +223,21 @@ func (s *Postgres) DeleteClass(ctx context.Context, id string) ([]string, error)
 // AddMember stores a member of an open class under a name not taken in it.
 // The class's row is locked meanwhile, so that it cannot close between the
 // check and the insert.
-func (s *Postgres) AddMember(ctx context.Context, m Member) error {
+func (s *Store) AddMember(ctx context.Context, m store.Member) error {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var open bool
 		switch err := tx.QueryRow(ctx, `SELECT is_open FROM classes WHERE id = $1 FOR SHARE`, m.Class).Scan(&open); {
 		case errors.Is(err, pgx.ErrNoRows):
-			return ErrNotFound
+			return store.ErrNotFound
 		case err != nil:
 			return err
 		case !open:
-			return ErrClassClosed
+			return store.ErrClassClosed
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO members (session, class, name, name_key, joined) VALUES ($1, $2, $3, $4, $5)`,
-			m.Session, m.Class, m.Name, NameKey(m.Name), m.Joined.UnixMilli())
+			m.Session, m.Class, m.Name, store.NameKey(m.Name), m.Joined.UnixMilli())
 		if pgViolation(err, "members_name") {
-			return ErrNameTaken
+			return store.ErrNameTaken
 		}
 		return err
 	})
@@ -248,13 +248,13 @@ func (s *Postgres) AddMember(ctx context.Context, m Member) error {
 }
 
 // RenameMember renames session's membership to a name not taken in its class.
-func (s *Postgres) RenameMember(ctx context.Context, session, name string) error {
+func (s *Store) RenameMember(ctx context.Context, session, name string) error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	err := pgChanged(s.pool.Exec(ctx, `UPDATE members SET name = $1, name_key = $2 WHERE session = $3`, name, NameKey(name), session))
+	err := pgChanged(s.pool.Exec(ctx, `UPDATE members SET name = $1, name_key = $2 WHERE session = $3`, name, store.NameKey(name), session))
 	if pgViolation(err, "members_name") {
-		err = ErrNameTaken
+		err = store.ErrNameTaken
 	}
 	if err != nil {
 		return fmt.Errorf("renaming member %s in %s: %w", session, s.name, err)
@@ -263,7 +263,7 @@ func (s *Postgres) RenameMember(ctx context.Context, session, name string) error
 }
 
 // RemoveMembers forgets the sessions' memberships.
-func (s *Postgres) RemoveMembers(ctx context.Context, sessions []string) error {
+func (s *Store) RemoveMembers(ctx context.Context, sessions []string) error {
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -274,7 +274,7 @@ func (s *Postgres) RemoveMembers(ctx context.Context, sessions []string) error {
 }
 
 // Members lists every member, by class then join time.
-func (s *Postgres) Members(ctx context.Context) ([]Member, error) {
+func (s *Store) Members(ctx context.Context) ([]store.Member, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -282,11 +282,11 @@ func (s *Postgres) Members(ctx context.Context) ([]Member, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing members in %s: %w", s.name, err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Member, error) {
-		var m Member
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Member, error) {
+		var m store.Member
 		var joined int64
 		if err := row.Scan(&m.Session, &m.Class, &m.Name, &joined); err != nil {
-			return Member{}, err
+			return store.Member{}, err
 		}
 		m.Joined = time.UnixMilli(joined).UTC()
 		return m, nil
@@ -298,18 +298,18 @@ func (s *Postgres) Members(ctx context.Context) ([]Member, error) {
 }
 
 // MemberOf returns one session's membership.
-func (s *Postgres) MemberOf(ctx context.Context, session string) (Member, error) {
+func (s *Store) MemberOf(ctx context.Context, session string) (store.Member, error) {
 	if err := s.check(); err != nil {
-		return Member{}, err
+		return store.Member{}, err
 	}
-	m := Member{Session: session}
+	m := store.Member{Session: session}
 	var joined int64
 	err := s.pool.QueryRow(ctx, `SELECT class, name, joined FROM members WHERE session = $1`, session).Scan(&m.Class, &m.Name, &joined)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Member{}, ErrNotFound
+		return store.Member{}, store.ErrNotFound
 	}
 	if err != nil {
-		return Member{}, fmt.Errorf("reading the membership of %s from %s: %w", session, s.name, err)
+		return store.Member{}, fmt.Errorf("reading the membership of %s from %s: %w", session, s.name, err)
 	}
 	m.Joined = time.UnixMilli(joined).UTC()
 	return m, nil
@@ -317,7 +317,7 @@ func (s *Postgres) MemberOf(ctx context.Context, session string) (Member, error)
 
 // SaveLogin stores a login after dropping expired ones and, past keep, the
 // soonest to expire.
-func (s *Postgres) SaveLogin(ctx context.Context, l Login, now time.Time, keep int) error {
+func (s *Store) SaveLogin(ctx context.Context, l store.Login, now time.Time, keep int) error {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM logins WHERE expires <= $1`, now.UnixMilli()); err != nil {
 			return err
@@ -337,19 +337,19 @@ func (s *Postgres) SaveLogin(ctx context.Context, l Login, now time.Time, keep i
 }
 
 // Login returns the login with this id hash.
-func (s *Postgres) Login(ctx context.Context, idHash [32]byte) (Login, error) {
+func (s *Store) Login(ctx context.Context, idHash [32]byte) (store.Login, error) {
 	if err := s.check(); err != nil {
-		return Login{}, err
+		return store.Login{}, err
 	}
-	var l Login
+	var l store.Login
 	var cred []byte
 	var expires int64
 	err := s.pool.QueryRow(ctx, `SELECT class, credential, expires FROM logins WHERE id_hash = $1`, idHash[:]).Scan(&l.Class, &cred, &expires)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Login{}, ErrNotFound
+		return store.Login{}, store.ErrNotFound
 	}
 	if err != nil {
-		return Login{}, fmt.Errorf("reading a login from %s: %w", s.name, err)
+		return store.Login{}, fmt.Errorf("reading a login from %s: %w", s.name, err)
 	}
 	l.IDHash = idHash
 	copy(l.Credential[:], cred)
@@ -358,7 +358,7 @@ func (s *Postgres) Login(ctx context.Context, idHash [32]byte) (Login, error) {
 }
 
 // DeleteLogin ends one login.
-func (s *Postgres) DeleteLogin(ctx context.Context, idHash [32]byte) error {
+func (s *Store) DeleteLogin(ctx context.Context, idHash [32]byte) error {
 	if err := s.check(); err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"encoding/binary"
@@ -7,6 +7,8 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+
+	"github.com/toolcall-lab/lab/store"
 )
 
 // journal is the SQLite store's log of appends not yet in the database:
@@ -15,7 +17,7 @@ import (
 // journal when write(2) has returned, which is when it survives kill -9
 // (the data is in the page cache; a power cut needs Options.FullSync, an
 // fsync per write). The store moves the journal's rows into the chunks
-// table in one transaction and then empties the journal (SQLite.inTx).
+// table in one transaction and then empties the journal (Store.inTx).
 //
 // The file is a header, journalMagic and the epoch (8 bytes, little
 // endian), then records: a length and a CRC-32 of the body (4 bytes each,
@@ -27,7 +29,7 @@ import (
 // middle of a write, whose append was not acknowledged) fails its length
 // or CRC and is cut.
 //
-// Ownership: the store's leader writes it (one at a time, see SQLite);
+// Ownership: the store's leader writes it (one at a time, see Store);
 // nothing else touches it after open.
 type journal struct {
 	f     *os.File
@@ -52,7 +54,7 @@ const (
 // database's. A file of another epoch, a damaged header or a torn tail are
 // cut back; a journal of a later epoch than the database's (the database
 // restored from an older copy, say) is refused rather than guessed at.
-func openJournal(path string, epoch int64, sync bool) (*journal, []*row, error) {
+func openJournal(path string, epoch int64, sync bool) (*journal, []*store.Row, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening the journal: %w", err)
@@ -69,7 +71,7 @@ func openJournal(path string, epoch int64, sync bool) (*journal, []*row, error) 
 		f.Close()
 		return nil, nil, fmt.Errorf("reading the journal %s: %w", path, err)
 	}
-	var rows []*row
+	var rows []*store.Row
 	if len(data) >= journalHeaderSize && string(data[:len(journalMagic)]) == journalMagic {
 		switch fileEpoch := int64(binary.LittleEndian.Uint64(data[len(journalMagic):])); {
 		case fileEpoch > epoch:
@@ -98,8 +100,8 @@ func openJournal(path string, epoch int64, sync bool) (*journal, []*row, error) 
 
 // decodeRecords returns the whole records at the start of data and the
 // bytes they take; it stops at the first that is torn or damaged.
-func decodeRecords(data []byte) ([]*row, int64) {
-	var rows []*row
+func decodeRecords(data []byte) ([]*store.Row, int64) {
+	var rows []*store.Row
 	var n int64
 	for len(data) >= 8 {
 		size := binary.LittleEndian.Uint32(data)
@@ -124,7 +126,7 @@ func decodeRecords(data []byte) ([]*row, int64) {
 // append writes rows as one write; on failure it cuts the file back, so
 // that rows reported as not stored are not found there later either (the
 // store also empties it before the next append, in case the cut failed).
-func (j *journal) append(rows []*row) error {
+func (j *journal) append(rows []*store.Row) error {
 	b := j.buf[:0]
 	for _, w := range rows {
 		b = appendRecord(b, w)
@@ -171,7 +173,7 @@ func (j *journal) reset(epoch int64) error {
 func (j *journal) close() error { return j.f.Close() }
 
 // appendRecord frames one row: its body's length and CRC-32, then the body.
-func appendRecord(b []byte, w *row) []byte {
+func appendRecord(b []byte, w *store.Row) []byte {
 	start := len(b)
 	b = append(b, 0, 0, 0, 0, 0, 0, 0, 0) // filled in below
 	b = encodeRecord(b, w)
@@ -183,23 +185,23 @@ func appendRecord(b []byte, w *row) []byte {
 
 // encodeRecord writes a row's columns: the numbers as varints, then each
 // text as its length and bytes, in a fixed order (decodeRecord's).
-func encodeRecord(b []byte, w *row) []byte {
-	b = binary.AppendVarint(b, w.seq)
-	b = binary.AppendVarint(b, w.timeMs)
-	b = binary.AppendVarint(b, w.message)
-	for _, s := range [...]string{w.session, w.actor, w.kind, w.msgKind, w.msgFrom, w.keyRun, w.keyCall, w.run, w.notice, w.prediction} {
+func encodeRecord(b []byte, w *store.Row) []byte {
+	b = binary.AppendVarint(b, w.Seq)
+	b = binary.AppendVarint(b, w.TimeMs)
+	b = binary.AppendVarint(b, w.Message)
+	for _, s := range [...]string{w.Session, w.Actor, w.Kind, w.MsgKind, w.MsgFrom, w.KeyRun, w.KeyCall, w.Run, w.Notice, w.Prediction} {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
-	b = binary.AppendUvarint(b, uint64(len(w.raw)))
-	return append(b, w.raw...)
+	b = binary.AppendUvarint(b, uint64(len(w.Raw)))
+	return append(b, w.Raw...)
 }
 
 var errBadRecord = errors.New("a damaged journal record")
 
-func decodeRecord(body []byte) (*row, error) {
-	w := &row{}
-	for _, n := range [...]*int64{&w.seq, &w.timeMs, &w.message} {
+func decodeRecord(body []byte) (*store.Row, error) {
+	w := &store.Row{}
+	for _, n := range [...]*int64{&w.Seq, &w.TimeMs, &w.Message} {
 		v, k := binary.Varint(body)
 		if k <= 0 {
 			return nil, errBadRecord
@@ -215,7 +217,7 @@ func decodeRecord(body []byte) (*row, error) {
 		body = body[k+int(n):]
 		return t, true
 	}
-	for _, s := range [...]*string{&w.session, &w.actor, &w.kind, &w.msgKind, &w.msgFrom, &w.keyRun, &w.keyCall, &w.run, &w.notice, &w.prediction} {
+	for _, s := range [...]*string{&w.Session, &w.Actor, &w.Kind, &w.MsgKind, &w.MsgFrom, &w.KeyRun, &w.KeyCall, &w.Run, &w.Notice, &w.Prediction} {
 		t, ok := text()
 		if !ok {
 			return nil, errBadRecord
@@ -226,6 +228,6 @@ func decodeRecord(body []byte) (*row, error) {
 	if !ok || len(body) != 0 {
 		return nil, errBadRecord
 	}
-	w.raw = append([]byte{}, raw...) // a NOT NULL column: never nil
+	w.Raw = append([]byte{}, raw...) // a NOT NULL column: never nil
 	return w, nil
 }

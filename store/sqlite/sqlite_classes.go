@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/toolcall-lab/lab/store"
 )
 
 // classesSchema is schema version 2: classes, members and logins. Hashes
@@ -49,15 +51,13 @@ var classSettingsSchema = []string{
 	`ALTER TABLE classes ADD COLUMN predictions_required INTEGER NOT NULL DEFAULT 0`,
 }
 
-var _ Classes = (*SQLite)(nil)
-
 // uniqueViolation reports whether err is SQLite's refusal of a duplicate
 // in a unique index; its message names the index's columns.
 func uniqueViolation(err error, column string) bool {
 	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed") && strings.Contains(err.Error(), column)
 }
 
-func (s *SQLite) closed() bool {
+func (s *Store) closed() bool {
 	select {
 	case <-s.quit:
 		return true
@@ -67,12 +67,12 @@ func (s *SQLite) closed() bool {
 }
 
 // CreateClass stores a new class.
-func (s *SQLite) CreateClass(ctx context.Context, c Class) error {
+func (s *Store) CreateClass(ctx context.Context, c store.Class) error {
 	err := s.write(ctx, func(tx *sql.Conn) error {
 		_, err := tx.ExecContext(context.Background(), `INSERT INTO classes (id, code, title, is_open, key_hash, created, predictions_required) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 			c.ID, c.Code, c.Title, c.Open, c.KeyHash[:], c.Created.UnixMilli(), c.PredictionsRequired)
 		if uniqueViolation(err, "classes.code") {
-			return ErrCodeTaken
+			return store.ErrCodeTaken
 		}
 		return err
 	})
@@ -82,36 +82,19 @@ func (s *SQLite) CreateClass(ctx context.Context, c Class) error {
 	return nil
 }
 
-const classColumns = `id, code, title, is_open, key_hash, created, predictions_required`
-
-func scanClass(row interface{ Scan(...any) error }) (Class, error) {
-	var c Class
-	var key []byte
-	var created int64
-	if err := row.Scan(&c.ID, &c.Code, &c.Title, &c.Open, &key, &created, &c.PredictionsRequired); err != nil {
-		return Class{}, err
-	}
-	if len(key) != len(c.KeyHash) {
-		return Class{}, fmt.Errorf("class %s: key hash of %d bytes", c.ID, len(key))
-	}
-	copy(c.KeyHash[:], key)
-	c.Created = time.UnixMilli(created).UTC()
-	return c, nil
-}
-
 // Classes lists every class, oldest first.
-func (s *SQLite) Classes(ctx context.Context) ([]Class, error) {
+func (s *Store) Classes(ctx context.Context) ([]store.Class, error) {
 	if s.closed() {
-		return nil, ErrClosed
+		return nil, store.ErrClosed
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+classColumns+` FROM classes ORDER BY created, id`)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+store.ClassColumns+` FROM classes ORDER BY created, id`)
 	if err != nil {
 		return nil, fmt.Errorf("listing classes in %s: %w", s.path, err)
 	}
 	defer rows.Close()
-	var out []Class
+	var out []store.Class
 	for rows.Next() {
-		c, err := scanClass(rows)
+		c, err := store.ScanClass(rows)
 		if err != nil {
 			return nil, fmt.Errorf("listing classes in %s: %w", s.path, err)
 		}
@@ -123,32 +106,32 @@ func (s *SQLite) Classes(ctx context.Context) ([]Class, error) {
 	return out, nil
 }
 
-func (s *SQLite) oneClass(ctx context.Context, what, query string, args ...any) (Class, error) {
+func (s *Store) oneClass(ctx context.Context, what, query string, args ...any) (store.Class, error) {
 	if s.closed() {
-		return Class{}, ErrClosed
+		return store.Class{}, store.ErrClosed
 	}
-	c, err := scanClass(s.db.QueryRowContext(ctx, `SELECT `+classColumns+` FROM classes `+query, args...))
+	c, err := store.ScanClass(s.db.QueryRowContext(ctx, `SELECT `+store.ClassColumns+` FROM classes `+query, args...))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Class{}, ErrNotFound
+		return store.Class{}, store.ErrNotFound
 	}
 	if err != nil {
-		return Class{}, fmt.Errorf("reading %s from %s: %w", what, s.path, err)
+		return store.Class{}, fmt.Errorf("reading %s from %s: %w", what, s.path, err)
 	}
 	return c, nil
 }
 
 // Class returns one class.
-func (s *SQLite) Class(ctx context.Context, id string) (Class, error) {
+func (s *Store) Class(ctx context.Context, id string) (store.Class, error) {
 	return s.oneClass(ctx, "class "+id, `WHERE id = ?`, id)
 }
 
 // ClassByCode returns the open class with code, else the newest closed one.
-func (s *SQLite) ClassByCode(ctx context.Context, code string) (Class, error) {
+func (s *Store) ClassByCode(ctx context.Context, code string) (store.Class, error) {
 	return s.oneClass(ctx, "a class by code", `WHERE code = ? ORDER BY is_open DESC, created DESC, id LIMIT 1`, code)
 }
 
 // ClassByKey returns the class whose key hashes to keyHash.
-func (s *SQLite) ClassByKey(ctx context.Context, keyHash [32]byte) (Class, error) {
+func (s *Store) ClassByKey(ctx context.Context, keyHash [32]byte) (store.Class, error) {
 	return s.oneClass(ctx, "a class by key", `WHERE key_hash = ?`, keyHash[:])
 }
 
@@ -160,17 +143,17 @@ func changed(res sql.Result, err error) error {
 	if n, err := res.RowsAffected(); err != nil {
 		return err
 	} else if n == 0 {
-		return ErrNotFound
+		return store.ErrNotFound
 	}
 	return nil
 }
 
 // SetClassOpen closes or reopens a class.
-func (s *SQLite) SetClassOpen(ctx context.Context, id string, open bool, code string) error {
+func (s *Store) SetClassOpen(ctx context.Context, id string, open bool, code string) error {
 	err := s.write(ctx, func(tx *sql.Conn) error {
 		err := changed(tx.ExecContext(context.Background(), `UPDATE classes SET is_open = ?, code = ? WHERE id = ?`, open, code, id))
 		if uniqueViolation(err, "classes.code") {
-			return ErrCodeTaken
+			return store.ErrCodeTaken
 		}
 		return err
 	})
@@ -181,7 +164,7 @@ func (s *SQLite) SetClassOpen(ctx context.Context, id string, open bool, code st
 }
 
 // SetClassPredictions sets whether the class requires predictions.
-func (s *SQLite) SetClassPredictions(ctx context.Context, id string, required bool) error {
+func (s *Store) SetClassPredictions(ctx context.Context, id string, required bool) error {
 	err := s.write(ctx, func(tx *sql.Conn) error {
 		return changed(tx.ExecContext(context.Background(), `UPDATE classes SET predictions_required = ? WHERE id = ?`, required, id))
 	})
@@ -192,7 +175,7 @@ func (s *SQLite) SetClassPredictions(ctx context.Context, id string, required bo
 }
 
 // SetClassKey replaces the class key and ends the class's logins.
-func (s *SQLite) SetClassKey(ctx context.Context, id string, keyHash [32]byte) error {
+func (s *Store) SetClassKey(ctx context.Context, id string, keyHash [32]byte) error {
 	err := s.write(ctx, func(tx *sql.Conn) error {
 		if err := changed(tx.ExecContext(context.Background(), `UPDATE classes SET key_hash = ? WHERE id = ?`, keyHash[:], id)); err != nil {
 			return err
@@ -207,7 +190,7 @@ func (s *SQLite) SetClassKey(ctx context.Context, id string, keyHash [32]byte) e
 }
 
 // DeleteClass deletes the class with its members, sessions, events and logins.
-func (s *SQLite) DeleteClass(ctx context.Context, id string) ([]string, error) {
+func (s *Store) DeleteClass(ctx context.Context, id string) ([]string, error) {
 	var sessions []string
 	err := s.write(ctx, func(tx *sql.Conn) error {
 		sessions = sessions[:0] // a retried transaction starts again
@@ -250,21 +233,21 @@ func (s *SQLite) DeleteClass(ctx context.Context, id string) ([]string, error) {
 }
 
 // AddMember stores a member of an open class under a name not taken in it.
-func (s *SQLite) AddMember(ctx context.Context, m Member) error {
+func (s *Store) AddMember(ctx context.Context, m store.Member) error {
 	err := s.write(ctx, func(tx *sql.Conn) error {
 		var open bool
 		switch err := tx.QueryRowContext(context.Background(), `SELECT is_open FROM classes WHERE id = ?`, m.Class).Scan(&open); {
 		case errors.Is(err, sql.ErrNoRows):
-			return ErrNotFound
+			return store.ErrNotFound
 		case err != nil:
 			return err
 		case !open:
-			return ErrClassClosed
+			return store.ErrClassClosed
 		}
 		_, err := tx.ExecContext(context.Background(), `INSERT INTO members (session, class, name, name_key, joined) VALUES (?, ?, ?, ?, ?)`,
-			m.Session, m.Class, m.Name, NameKey(m.Name), m.Joined.UnixMilli())
+			m.Session, m.Class, m.Name, store.NameKey(m.Name), m.Joined.UnixMilli())
 		if uniqueViolation(err, "members.name_key") {
-			return ErrNameTaken
+			return store.ErrNameTaken
 		}
 		return err
 	})
@@ -275,11 +258,11 @@ func (s *SQLite) AddMember(ctx context.Context, m Member) error {
 }
 
 // RenameMember renames session's membership to a name not taken in its class.
-func (s *SQLite) RenameMember(ctx context.Context, session, name string) error {
+func (s *Store) RenameMember(ctx context.Context, session, name string) error {
 	err := s.write(ctx, func(tx *sql.Conn) error {
-		err := changed(tx.ExecContext(context.Background(), `UPDATE members SET name = ?, name_key = ? WHERE session = ?`, name, NameKey(name), session))
+		err := changed(tx.ExecContext(context.Background(), `UPDATE members SET name = ?, name_key = ? WHERE session = ?`, name, store.NameKey(name), session))
 		if uniqueViolation(err, "members.name_key") {
-			return ErrNameTaken
+			return store.ErrNameTaken
 		}
 		return err
 	})
@@ -290,7 +273,7 @@ func (s *SQLite) RenameMember(ctx context.Context, session, name string) error {
 }
 
 // RemoveMembers forgets the sessions' memberships.
-func (s *SQLite) RemoveMembers(ctx context.Context, sessions []string) error {
+func (s *Store) RemoveMembers(ctx context.Context, sessions []string) error {
 	err := s.write(ctx, func(tx *sql.Conn) error {
 		for _, id := range sessions {
 			if _, err := tx.ExecContext(context.Background(), `DELETE FROM members WHERE session = ?`, id); err != nil {
@@ -306,18 +289,18 @@ func (s *SQLite) RemoveMembers(ctx context.Context, sessions []string) error {
 }
 
 // Members lists every member, by class then join time.
-func (s *SQLite) Members(ctx context.Context) ([]Member, error) {
+func (s *Store) Members(ctx context.Context) ([]store.Member, error) {
 	if s.closed() {
-		return nil, ErrClosed
+		return nil, store.ErrClosed
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT session, class, name, joined FROM members ORDER BY class, joined, session`)
 	if err != nil {
 		return nil, fmt.Errorf("listing members in %s: %w", s.path, err)
 	}
 	defer rows.Close()
-	var out []Member
+	var out []store.Member
 	for rows.Next() {
-		var m Member
+		var m store.Member
 		var joined int64
 		if err := rows.Scan(&m.Session, &m.Class, &m.Name, &joined); err != nil {
 			return nil, fmt.Errorf("listing members in %s: %w", s.path, err)
@@ -332,18 +315,18 @@ func (s *SQLite) Members(ctx context.Context) ([]Member, error) {
 }
 
 // MemberOf returns one session's membership.
-func (s *SQLite) MemberOf(ctx context.Context, session string) (Member, error) {
+func (s *Store) MemberOf(ctx context.Context, session string) (store.Member, error) {
 	if s.closed() {
-		return Member{}, ErrClosed
+		return store.Member{}, store.ErrClosed
 	}
-	m := Member{Session: session}
+	m := store.Member{Session: session}
 	var joined int64
 	err := s.db.QueryRowContext(ctx, `SELECT class, name, joined FROM members WHERE session = ?`, session).Scan(&m.Class, &m.Name, &joined)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Member{}, ErrNotFound
+		return store.Member{}, store.ErrNotFound
 	}
 	if err != nil {
-		return Member{}, fmt.Errorf("reading the membership of %s from %s: %w", session, s.path, err)
+		return store.Member{}, fmt.Errorf("reading the membership of %s from %s: %w", session, s.path, err)
 	}
 	m.Joined = time.UnixMilli(joined).UTC()
 	return m, nil
@@ -351,7 +334,7 @@ func (s *SQLite) MemberOf(ctx context.Context, session string) (Member, error) {
 
 // SaveLogin stores a login after dropping expired ones and, past keep, the
 // soonest to expire.
-func (s *SQLite) SaveLogin(ctx context.Context, l Login, now time.Time, keep int) error {
+func (s *Store) SaveLogin(ctx context.Context, l store.Login, now time.Time, keep int) error {
 	err := s.write(ctx, func(tx *sql.Conn) error {
 		if _, err := tx.ExecContext(context.Background(), `DELETE FROM logins WHERE expires <= ?`, now.UnixMilli()); err != nil {
 			return err
@@ -371,19 +354,19 @@ func (s *SQLite) SaveLogin(ctx context.Context, l Login, now time.Time, keep int
 }
 
 // Login returns the login with this id hash.
-func (s *SQLite) Login(ctx context.Context, idHash [32]byte) (Login, error) {
+func (s *Store) Login(ctx context.Context, idHash [32]byte) (store.Login, error) {
 	if s.closed() {
-		return Login{}, ErrClosed
+		return store.Login{}, store.ErrClosed
 	}
-	var l Login
+	var l store.Login
 	var cred []byte
 	var expires int64
 	err := s.db.QueryRowContext(ctx, `SELECT class, credential, expires FROM logins WHERE id_hash = ?`, idHash[:]).Scan(&l.Class, &cred, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Login{}, ErrNotFound
+		return store.Login{}, store.ErrNotFound
 	}
 	if err != nil {
-		return Login{}, fmt.Errorf("reading a login from %s: %w", s.path, err)
+		return store.Login{}, fmt.Errorf("reading a login from %s: %w", s.path, err)
 	}
 	l.IDHash = idHash
 	copy(l.Credential[:], cred)
@@ -392,7 +375,7 @@ func (s *SQLite) Login(ctx context.Context, idHash [32]byte) (Login, error) {
 }
 
 // DeleteLogin ends one login.
-func (s *SQLite) DeleteLogin(ctx context.Context, idHash [32]byte) error {
+func (s *Store) DeleteLogin(ctx context.Context, idHash [32]byte) error {
 	err := s.write(ctx, func(tx *sql.Conn) error {
 		_, err := tx.ExecContext(context.Background(), `DELETE FROM logins WHERE id_hash = ?`, idHash[:])
 		return err

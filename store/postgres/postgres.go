@@ -1,4 +1,8 @@
-package store
+// Package postgres is the store that several replicas share: one
+// PostgreSQL database (jackc/pgx), and a notification for every append
+// (Listen), so it is a store.Listener as well as a store.Store. cmd/lab
+// opens it for a postgres:// -data URL.
+package postgres
 
 import (
 	"context"
@@ -16,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolcall-lab/lab/model"
+	"github.com/toolcall-lab/lab/store"
 )
 
 // pgMigrations[v] takes a PostgreSQL schema from version v-1 to v, as
@@ -51,7 +56,7 @@ var pgMigrations = [][]string{
 			PRIMARY KEY (session, seq)
 		)`,
 	},
-	2: pgClassesSchema, // store/postgres_classes.go
+	2: pgClassesSchema, // postgres_classes.go
 	// 3: a delivery's prediction (model.Prediction's word, '' for none),
 	// as SQLite's version 4.
 	3: {
@@ -67,25 +72,20 @@ var pgMigrations = [][]string{
 // the events from the log, so the notification carries nothing else.
 const pgChannel = "lab_events"
 
-// ClassChanged is the session name a class's notification carries:
-// ClassChanged + the class id, with seq 0, says that its settings changed
-// (SetClassPredictions), so replicas apply them to the sessions they hold.
-const ClassChanged = "class:"
-
-// IsPostgresURL reports whether data names a PostgreSQL database rather
+// IsURL reports whether data names a PostgreSQL database rather
 // than a SQLite file.
-func IsPostgresURL(data string) bool {
+func IsURL(data string) bool {
 	return strings.HasPrefix(data, "postgres://") || strings.HasPrefix(data, "postgresql://")
 }
 
-// Postgres is the store that several replicas share: one PostgreSQL
+// Store is the store that several replicas share: one PostgreSQL
 // database, appends under PRIMARY KEY (session, seq), and a notification
 // on pgChannel for every committed append.
 //
 // Ownership: the pool is safe for concurrent use and owns its connections;
 // closed is set once by Close. Listen owns the one connection it opens, for
 // as long as it runs. No goroutine of its own beyond the pool's.
-type Postgres struct {
+type Store struct {
 	name   string // the URL without its password, for errors and logs
 	pool   *pgxpool.Pool
 	closed atomic.Bool
@@ -98,9 +98,14 @@ type Postgres struct {
 	failed   atomic.Bool
 }
 
-// OpenPostgres connects to the database at rawURL, migrates it to
-// PGSchemaVersion and returns the store.
-func OpenPostgres(ctx context.Context, rawURL string) (*Postgres, error) {
+var (
+	_ store.Store    = (*Store)(nil)
+	_ store.Listener = (*Store)(nil)
+)
+
+// Open connects to the database at rawURL, migrates it to
+// SchemaVersion and returns the store.
+func Open(ctx context.Context, rawURL string) (*Store, error) {
 	name := redact(rawURL)
 	cfg, err := pgxpool.ParseConfig(rawURL)
 	if err != nil {
@@ -120,11 +125,11 @@ func OpenPostgres(ctx context.Context, rawURL string) (*Postgres, error) {
 		pool.Close()
 		return nil, fmt.Errorf("opening the lab's database %s: %w", name, err)
 	}
-	return &Postgres{name: name, pool: pool}, nil
+	return &Store{name: name, pool: pool}, nil
 }
 
-// PGSchemaVersion is the PostgreSQL schema this build writes.
-func PGSchemaVersion() int { return len(pgMigrations) - 1 }
+// SchemaVersion is the PostgreSQL schema this build writes.
+func SchemaVersion() int { return len(pgMigrations) - 1 }
 
 // redact drops the password from a database URL.
 func redact(rawURL string) string {
@@ -159,10 +164,10 @@ func pgMigrate(ctx context.Context, pool *pgxpool.Pool) error {
 	case err != nil:
 		return err
 	}
-	if v > PGSchemaVersion() {
-		return fmt.Errorf("schema version %d is newer than this build knows (%d): run a newer lab", v, PGSchemaVersion())
+	if v > SchemaVersion() {
+		return fmt.Errorf("schema version %d is newer than this build knows (%d): run a newer lab", v, SchemaVersion())
 	}
-	for v++; v <= PGSchemaVersion(); v++ {
+	for v++; v <= SchemaVersion(); v++ {
 		for _, stmt := range pgMigrations[v] {
 			if _, err := tx.Exec(ctx, stmt); err != nil {
 				return fmt.Errorf("migrating to schema version %d: %w", v, err)
@@ -176,11 +181,11 @@ func pgMigrate(ctx context.Context, pool *pgxpool.Pool) error {
 }
 
 // Name is the database's URL without its password.
-func (s *Postgres) Name() string { return s.name }
+func (s *Store) Name() string { return s.name }
 
-func (s *Postgres) check() error {
+func (s *Store) check() error {
 	if s.closed.Load() {
-		return ErrClosed
+		return store.ErrClosed
 	}
 	return nil
 }
@@ -188,30 +193,30 @@ func (s *Postgres) check() error {
 // Append stores r and notifies pgChannel, in one round trip and one
 // (implicit) transaction, and returns once it is committed. A seq already
 // stored is ErrSeqTaken.
-func (s *Postgres) Append(ctx context.Context, r Record) error {
+func (s *Store) Append(ctx context.Context, r store.Record) error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	w, err := encode(r)
+	w, err := store.Encode(r)
 	if err != nil {
 		return err
 	}
 	b := &pgx.Batch{}
-	if w.seq == 1 {
-		b.Queue(`INSERT INTO sessions (id, created) VALUES ($1, $2)`, w.session, w.timeMs)
+	if w.Seq == 1 {
+		b.Queue(`INSERT INTO sessions (id, created) VALUES ($1, $2)`, w.Session, w.TimeMs)
 	}
 	b.Queue(`INSERT INTO events (session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice, prediction)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-		w.session, w.seq, w.timeMs, w.actor, w.kind, w.message, w.msgKind, w.msgFrom, w.raw,
-		[]byte(w.keyRun), []byte(w.keyCall), []byte(w.run), []byte(w.notice), w.prediction)
+		w.Session, w.Seq, w.TimeMs, w.Actor, w.Kind, w.Message, w.MsgKind, w.MsgFrom, w.Raw,
+		[]byte(w.KeyRun), []byte(w.KeyCall), []byte(w.Run), []byte(w.Notice), w.Prediction)
 	if r.Event.Kind == model.Renamed {
-		b.Queue(`UPDATE sessions SET name = $1 WHERE id = $2`, []byte(r.Event.Name), w.session)
+		b.Queue(`UPDATE sessions SET name = $1 WHERE id = $2`, []byte(r.Event.Name), w.Session)
 	}
-	b.Queue(`SELECT pg_notify($1, $2)`, pgChannel, w.session+" "+strconv.FormatInt(w.seq, 10))
+	b.Queue(`SELECT pg_notify($1, $2)`, pgChannel, w.Session+" "+strconv.FormatInt(w.Seq, 10))
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation: sessions' or events' key
-			err = ErrSeqTaken
+			err = store.ErrSeqTaken
 		} else {
 			s.failed.Store(true)
 		}
@@ -222,7 +227,7 @@ func (s *Postgres) Append(ctx context.Context, r Record) error {
 
 // Delete removes the sessions with their events, in one (implicit)
 // transaction, and notifies each as seq 0: other replicas drop them.
-func (s *Postgres) Delete(ctx context.Context, ids []string) error {
+func (s *Store) Delete(ctx context.Context, ids []string) error {
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -240,15 +245,15 @@ const notifyDeletedSQL = `SELECT pg_notify($1, id || ' 0') FROM unnest($2::text[
 
 // Ready commits a write that changes nothing: it fails when the database is
 // unreachable or read-only (a standby). As SQLite's, it probes at most once
-// every probeEvery (a flood of probes is not a flood of writes), and again
+// every ProbeEvery (a flood of probes is not a flood of writes), and again
 // at once after an append failed.
-func (s *Postgres) Ready(ctx context.Context) error {
+func (s *Store) Ready(ctx context.Context) error {
 	if err := s.check(); err != nil {
 		return err
 	}
 	s.probeMu.Lock()
 	defer s.probeMu.Unlock()
-	if !s.failed.Swap(false) && !s.probedAt.IsZero() && time.Since(s.probedAt) < probeEvery {
+	if !s.failed.Swap(false) && !s.probedAt.IsZero() && time.Since(s.probedAt) < store.ProbeEvery {
 		return s.probeErr
 	}
 	_, err := s.pool.Exec(ctx, `UPDATE schema_version SET version = version`)
@@ -260,7 +265,7 @@ func (s *Postgres) Ready(ctx context.Context) error {
 }
 
 // Sessions lists the stored sessions, oldest first.
-func (s *Postgres) Sessions(ctx context.Context) ([]Session, error) {
+func (s *Store) Sessions(ctx context.Context) ([]store.Session, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -270,12 +275,12 @@ func (s *Postgres) Sessions(ctx context.Context) ([]Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing sessions in %s: %w", s.name, err)
 	}
-	var x Session
+	var x store.Session
 	var name []byte
 	var created, last int64
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Session, error) {
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Session, error) {
 		if err := row.Scan(&x.ID, &name, &created, &last); err != nil {
-			return Session{}, err
+			return store.Session{}, err
 		}
 		x.Name = string(name)
 		x.Created, x.LastActive = time.UnixMilli(created).UTC(), time.UnixMilli(last).UTC()
@@ -288,12 +293,12 @@ func (s *Postgres) Sessions(ctx context.Context) ([]Session, error) {
 }
 
 // Events returns one session's records in order; none for an unknown session.
-func (s *Postgres) Events(ctx context.Context, id string) ([]Record, error) {
+func (s *Store) Events(ctx context.Context, id string) ([]store.Record, error) {
 	return s.EventsAfter(ctx, id, 0)
 }
 
 // EventsAfter returns one session's records after seq after, in order.
-func (s *Postgres) EventsAfter(ctx context.Context, id string, after uint64) ([]Record, error) {
+func (s *Store) EventsAfter(ctx context.Context, id string, after uint64) ([]store.Record, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -302,14 +307,14 @@ func (s *Postgres) EventsAfter(ctx context.Context, id string, after uint64) ([]
 	if err != nil {
 		return nil, fmt.Errorf("reading session %s from %s: %w", id, s.name, err)
 	}
-	var w row
+	var w store.Row
 	var keyRun, keyCall, run, notice []byte
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Record, error) {
-		if err := row.Scan(&w.session, &w.seq, &w.timeMs, &w.actor, &w.kind, &w.message, &w.msgKind, &w.msgFrom, &w.raw, &keyRun, &keyCall, &run, &notice, &w.prediction); err != nil {
-			return Record{}, err
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Record, error) {
+		if err := row.Scan(&w.Session, &w.Seq, &w.TimeMs, &w.Actor, &w.Kind, &w.Message, &w.MsgKind, &w.MsgFrom, &w.Raw, &keyRun, &keyCall, &run, &notice, &w.Prediction); err != nil {
+			return store.Record{}, err
 		}
-		w.keyRun, w.keyCall, w.run, w.notice = string(keyRun), string(keyCall), string(run), string(notice)
-		return decode(w)
+		w.KeyRun, w.KeyCall, w.Run, w.Notice = string(keyRun), string(keyCall), string(run), string(notice)
+		return store.Decode(w)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reading session %s from %s: %w", id, s.name, err)
@@ -323,7 +328,7 @@ func (s *Postgres) EventsAfter(ctx context.Context, id string, after uint64) ([]
 // nil) or its connection fails (it returns the error; call it again). Between a failure and the next ready, appends go
 // unheard: whoever calls it catches up after ready. notify and ready run
 // in Listen's goroutine, one at a time.
-func (s *Postgres) Listen(ctx context.Context, ready func(), notify func(session string, seq uint64)) error {
+func (s *Store) Listen(ctx context.Context, ready func(), notify func(session string, seq uint64)) error {
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -387,7 +392,7 @@ func listenError(ctx context.Context, err error) error {
 }
 
 // Close closes the pool; every later call fails with ErrClosed.
-func (s *Postgres) Close() error {
+func (s *Store) Close() error {
 	if !s.closed.Swap(true) {
 		s.pool.Close()
 	}

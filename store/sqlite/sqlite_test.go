@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"bytes"
@@ -19,190 +19,47 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
-	"github.com/toolcall-lab/lab/internal/pgtest"
 	"github.com/toolcall-lab/lab/model"
+	"github.com/toolcall-lab/lab/store"
+	"github.com/toolcall-lab/lab/store/storetest"
 )
 
-var t0 = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
-
-// sample is one record of every shape, with text a store could mangle.
-func sample(session string) []Record {
-	evs := []model.Event{
-		{Kind: model.MessageQueued, By: model.Student, Message: model.Message{ID: 1, Kind: model.ReplyMessage, From: model.Student, Raw: "{\"a\":\"\x00 é \U0001F600\"}\n"}},
-		{Kind: model.MessageQueued, By: model.Instructor, Message: model.Message{ID: 2, Kind: model.DeadlineMessage, From: model.Instructor, Key: model.Key{RunID: "run-1", CallID: "lookup"}}},
-		{Kind: model.MessageDelivered, By: model.Student, Message: model.Message{ID: 2}},
-		{Kind: model.MessageDelivered, By: model.Student, Message: model.Message{ID: 1}, Prediction: model.PredictIgnored},
-		{Kind: model.RunStarted, By: model.Instructor},
-		{Kind: model.MessageQueued, By: model.Student, Message: model.Message{ID: 3, Kind: model.ReplyMessage, From: model.Student, Raw: ""}},
-		{Kind: model.Renamed, By: model.Student, Name: "Ada \u2713"},
-		{Kind: model.MessageInjected, By: model.Instructor, Message: model.Message{ID: 4, Kind: model.ReplyMessage, From: model.Instructor, Raw: "{"}},
-		{Kind: model.MessageInjected, By: model.Instructor, Deliver: true, Message: model.Message{ID: 5, Kind: model.DeadlineMessage, From: model.Instructor, Key: model.Key{RunID: "run-0", CallID: "lookup"}}},
-	}
-	out := make([]Record, len(evs))
-	for i, e := range evs {
-		out[i] = Record{Session: session, Seq: uint64(i + 1), Time: t0.Add(time.Duration(i) * time.Second), Event: e, Run: "run-1", Notice: fmt.Sprintf("notice %d", i)}
-	}
-	return out
+// TestConformance runs the suite every store passes (store/storetest).
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) storetest.Store { return openTemp(t, Options{}) })
 }
 
-// store is what every implementation offers.
-type store interface {
-	Append(context.Context, Record) error
-	Sessions(context.Context) ([]Session, error)
-	Events(context.Context, string) ([]Record, error)
-	EventsAfter(context.Context, string, uint64) ([]Record, error)
-	Delete(context.Context, []string) error
-	Ready(context.Context) error
-	Close() error
-}
-
-func openTemp(t testing.TB, opt Options) *SQLite {
+func openTemp(t testing.TB, opt Options) *Store {
 	t.Helper()
-	s, err := OpenSQLite(filepath.Join(t.TempDir(), "data", "lab.db"), opt)
+	s, err := Open(filepath.Join(t.TempDir(), "data", "lab.db"), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
-}
-
-// openPG opens a Postgres store on a database of its own (pgtest).
-func openPG(t testing.TB) *Postgres {
-	t.Helper()
-	s, err := OpenPostgres(context.Background(), pgtest.Database(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
-// implementations opens each store; Postgres skips (pgtest) where there is
-// no PostgreSQL.
-var implementations = map[string]func(t *testing.T) store{
-	"memory":   func(*testing.T) store { return NewMemory() },
-	"sqlite":   func(t *testing.T) store { return openTemp(t, Options{}) },
-	"postgres": func(t *testing.T) store { return openPG(t) },
-}
-
-// eachStore runs test, in parallel, on a fresh store of every
-// implementation.
-func eachStore(t *testing.T, test func(t *testing.T, s store)) {
-	t.Parallel()
-	for name, open := range implementations {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			test(t, open(t))
-		})
-	}
-}
-
-func TestStores(t *testing.T) {
-	eachStore(t, func(t *testing.T, s store) {
-		ctx := context.Background()
-		a, b := sample("a"), sample("b")[:2]
-		for _, r := range append(append([]Record(nil), a...), b...) {
-			if err := s.Append(ctx, r); err != nil {
-				t.Fatal(err)
-			}
-		}
-		// Another replica's seq 1 or seq 3: taken, whatever the event.
-		for _, r := range []Record{a[0], b[0], {Session: "a", Seq: 3, Time: t0, Event: a[5].Event}} {
-			if err := s.Append(ctx, r); !errors.Is(err, ErrSeqTaken) {
-				t.Fatalf("appending a taken seq %d: %v, want ErrSeqTaken", r.Seq, err)
-			}
-		}
-		got, err := s.Events(ctx, "a")
-		if err != nil || !reflect.DeepEqual(got, a) {
-			t.Fatalf("Events(a) = %v\n%+v\nwant %+v", err, got, a)
-		}
-		for _, after := range []uint64{0, 3, 7, 8, 9} {
-			got, err := s.EventsAfter(ctx, "a", after)
-			want := a[min(after, uint64(len(a))):]
-			if err != nil || len(got) != len(want) || len(want) > 0 && !reflect.DeepEqual(got, want) {
-				t.Fatalf("EventsAfter(a, %d) = %v %+v, want %+v", after, err, got, want)
-			}
-		}
-		if got, err := s.EventsAfter(ctx, "nobody", 0); err != nil || len(got) != 0 {
-			t.Fatalf("EventsAfter(nobody) = %v %+v", err, got)
-		}
-		sessions, err := s.Sessions(ctx)
-		want := []Session{{ID: "a", Name: "Ada \u2713", Created: t0, LastActive: a[len(a)-1].Time}, {ID: "b", Created: t0, LastActive: b[1].Time}}
-		if err != nil || !reflect.DeepEqual(sessions, want) {
-			t.Fatalf("Sessions = %v %+v, want %+v", err, sessions, want)
-		}
-		if err := s.Delete(ctx, []string{"a"}); err != nil {
-			t.Fatal(err)
-		}
-		if got, _ := s.Events(ctx, "a"); len(got) != 0 {
-			t.Fatalf("deleted session still has %d events", len(got))
-		}
-		if sessions, _ := s.Sessions(ctx); len(sessions) != 1 || sessions[0].ID != "b" {
-			t.Fatalf("after delete: %+v", sessions)
-		}
-		if err := s.Ready(ctx); err != nil {
-			t.Fatal(err)
-		}
-		s.Close()
-		if err := s.Append(ctx, sample("c")[0]); !errors.Is(err, ErrClosed) {
-			t.Fatalf("append after close: %v", err)
-		}
-	})
-}
-
-// TestStoresKeepLongSessions: a session of 700 records (the memory store
-// keeps them in chunks of 8, 16, … up to 256) reads back whole and from
-// every chunk's edges.
-func TestStoresKeepLongSessions(t *testing.T) {
-	eachStore(t, func(t *testing.T, s store) {
-		ctx := context.Background()
-		var recs []Record
-		for seq := uint64(1); seq <= 700; seq++ {
-			r := walkthrough("long", seq)
-			recs = append(recs, r)
-			if err := s.Append(ctx, r); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, after := range []uint64{0, 1, 7, 8, 9, 23, 24, 25, 120, 248, 249, 503, 504, 505, 699, 700} {
-			got, err := s.EventsAfter(ctx, "long", after)
-			if want := recs[after:]; err != nil || len(got) != len(want) || len(want) > 0 && !reflect.DeepEqual(got, want) {
-				t.Fatalf("EventsAfter(long, %d) = %v, %d records from seq %v, want %d", after, err, len(got), firstSeq(got), len(want))
-			}
-		}
-	})
-}
-
-// firstSeq is the seq of the first record, 0 if none.
-func firstSeq(recs []Record) uint64 {
-	if len(recs) == 0 {
-		return 0
-	}
-	return recs[0].Seq
 }
 
 func TestSQLiteReopens(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "lab.db")
-	s, err := OpenSQLite(path, Options{})
+	s, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	for _, r := range sample("a") {
+	for _, r := range storetest.Sample("a") {
 		if err := s.Append(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
 	s.Close()
-	s, err = OpenSQLite(path, Options{})
+	s, err = Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if got, err := s.Events(ctx, "a"); err != nil || !reflect.DeepEqual(got, sample("a")) {
+	if got, err := s.Events(ctx, "a"); err != nil || !reflect.DeepEqual(got, storetest.Sample("a")) {
 		t.Fatalf("after reopening: %v %+v", err, got)
 	}
 }
@@ -220,7 +77,7 @@ func TestSQLiteMigratesVersion1Predictions(t *testing.T) {
 		`INSERT INTO events (session, seq, time, actor, kind, message, run, notice)
 			VALUES ('a', 2, 1, 'student', 'delivered', 1, 'run-1', 'Unresolved: deadline observed without a final reply.')`).Close()
 
-	s, err := OpenSQLite(path, Options{})
+	s, err := Open(path, Options{})
 	if err != nil {
 		t.Fatalf("opening a version 1 file: %v", err)
 	}
@@ -233,7 +90,7 @@ func TestSQLiteMigratesVersion1Predictions(t *testing.T) {
 	if p := recs[1].Event.Prediction; recs[1].Event.Kind != model.MessageDelivered || p != model.NoPrediction {
 		t.Fatalf("an old delivery reads back as %+v", recs[1].Event)
 	}
-	next := Record{Session: "a", Seq: 3, Time: t0, Run: "run-1", Notice: "Still unresolved: no final reply.",
+	next := store.Record{Session: "a", Seq: 3, Time: storetest.T0, Run: "run-1", Notice: "Still unresolved: no final reply.",
 		Event: model.Event{Kind: model.MessageDelivered, By: model.Student, Message: model.Message{ID: 1}, Prediction: model.PredictUnresolved}}
 	if err := s.Append(ctx, next); err != nil {
 		t.Fatal(err)
@@ -255,21 +112,21 @@ func TestSQLiteConvertsOlderEvents(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "v6.db")
 	db := olderFile(t, path, 6)
-	a, b := sample("a"), sample("b")
-	later := func(r Record, d time.Duration) Record { r.Time = r.Time.Add(d); return r }
-	put := func(table string, r Record) {
+	a, b := storetest.Sample("a"), storetest.Sample("b")
+	later := func(r store.Record, d time.Duration) store.Record { r.Time = r.Time.Add(d); return r }
+	put := func(table string, r store.Record) {
 		t.Helper()
-		w, err := encode(r)
+		w, err := store.Encode(r)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := db.Exec(`INSERT INTO `+table+` (`+eventCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			w.session, w.seq, w.timeMs, w.actor, w.kind, w.message, w.msgKind, w.msgFrom, w.raw, w.keyRun, w.keyCall, w.run, w.notice, w.prediction); err != nil {
+			w.Session, w.Seq, w.TimeMs, w.Actor, w.Kind, w.Message, w.MsgKind, w.MsgFrom, w.Raw, w.KeyRun, w.KeyCall, w.Run, w.Notice, w.Prediction); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, id := range []string{"a", "b"} {
-		if _, err := db.Exec(`INSERT INTO sessions (id, created) VALUES (?, ?)`, id, t0.UnixMilli()); err != nil {
+		if _, err := db.Exec(`INSERT INTO sessions (id, created) VALUES (?, ?)`, id, storetest.T0.UnixMilli()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -284,7 +141,7 @@ func TestSQLiteConvertsOlderEvents(t *testing.T) {
 	}
 	db.Close()
 
-	s, err := OpenSQLite(path, Options{})
+	s, err := Open(path, Options{})
 	if err != nil {
 		t.Fatalf("opening a version 6 file: %v", err)
 	}
@@ -306,10 +163,10 @@ func TestSQLiteConvertsOlderEvents(t *testing.T) {
 	if err != nil || len(sessions) != 2 || !sessions[0].LastActive.Equal(a[len(a)-1].Time) {
 		t.Fatalf("sessions %+v (%v), want a last active at %v", sessions, err, a[len(a)-1].Time)
 	}
-	if err := s.Append(ctx, a[0]); !errors.Is(err, ErrSeqTaken) {
+	if err := s.Append(ctx, a[0]); !errors.Is(err, store.ErrSeqTaken) {
 		t.Fatalf("appending a's first seq again: %v, want ErrSeqTaken", err)
 	}
-	next := walkthrough("a", uint64(len(a)+1))
+	next := storetest.Walkthrough("a", uint64(len(a)+1))
 	if err := s.Append(ctx, next); err != nil {
 		t.Fatalf("appending a's next seq: %v", err)
 	}
@@ -350,12 +207,12 @@ func TestSQLiteRefusesBadFiles(t *testing.T) {
 	if err := os.WriteFile(corrupt, bytes.Repeat([]byte("not a database "), 512), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenSQLite(corrupt, Options{}); err == nil || !strings.Contains(err.Error(), corrupt) {
+	if _, err := Open(corrupt, Options{}); err == nil || !strings.Contains(err.Error(), corrupt) {
 		t.Fatalf("corrupt file: %v, want an error naming it", err)
 	}
 
 	newer := filepath.Join(dir, "newer.db")
-	s, err := OpenSQLite(newer, Options{})
+	s, err := Open(newer, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +225,7 @@ func TestSQLiteRefusesBadFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	if _, err := OpenSQLite(newer, Options{}); err == nil || !strings.Contains(err.Error(), "newer") {
+	if _, err := Open(newer, Options{}); err == nil || !strings.Contains(err.Error(), "newer") {
 		t.Fatalf("newer schema: %v", err)
 	}
 }
@@ -381,7 +238,7 @@ func TestSQLiteLockedRecovers(t *testing.T) {
 	t.Parallel()
 	s := openTemp(t, Options{BusyTimeout: 50 * time.Millisecond})
 	ctx := context.Background()
-	recs := sample("a")
+	recs := storetest.Sample("a")
 	if err := s.Append(ctx, recs[0]); err != nil {
 		t.Fatal(err)
 	}
@@ -426,40 +283,6 @@ func TestSQLiteLockedRecovers(t *testing.T) {
 	}
 }
 
-func TestExports(t *testing.T) {
-	t.Parallel()
-	recs := sample("a")[2:5]
-	var jl bytes.Buffer
-	if err := WriteJSONLines(&jl, recs); err != nil {
-		t.Fatal(err)
-	}
-	wantJL := `{"session":"a","seq":3,"time":"2026-03-01T09:00:02.000Z","actor":"student","kind":"delivered","message":2,"run":"run-1","notice":"notice 2"}
-{"session":"a","seq":4,"time":"2026-03-01T09:00:03.000Z","actor":"student","kind":"delivered","message":1,"run":"run-1","notice":"notice 3","prediction":"ignored"}
-{"session":"a","seq":5,"time":"2026-03-01T09:00:04.000Z","actor":"instructor","kind":"started","message":0,"run":"run-1","notice":"notice 4"}
-`
-	if jl.String() != wantJL {
-		t.Fatalf("JSON lines:\n%s\nwant\n%s", jl.String(), wantJL)
-	}
-	var c bytes.Buffer
-	w, err := NewCSV(&c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(Session{ID: "a", Name: "Ada, B"}, recs); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	wantCSV := "session,name,seq,time,actor,kind,message,run,notice\n" +
-		"a,\"Ada, B\",3,2026-03-01T09:00:02.000Z,student,delivered,2,run-1,notice 2\n" +
-		"a,\"Ada, B\",4,2026-03-01T09:00:03.000Z,student,delivered,1,run-1,notice 3\n" +
-		"a,\"Ada, B\",5,2026-03-01T09:00:04.000Z,instructor,started,,run-1,notice 4\n"
-	if c.String() != wantCSV {
-		t.Fatalf("CSV:\n%s\nwant\n%s", c.String(), wantCSV)
-	}
-}
-
 // BenchmarkAppend measures appends per second from many concurrent sessions
 // on a real file, with group commit (batch 256) and without (batch 1), with
 // and without an fsync per commit.
@@ -478,7 +301,7 @@ func BenchmarkAppend(b *testing.B) {
 				id := fmt.Sprintf("s%d", sessions.Add(1))
 				ev := model.Event{Kind: model.RunStarted}
 				for seq := uint64(1); pb.Next(); seq++ {
-					if err := s.Append(context.Background(), Record{Session: id, Seq: seq, Time: t0, Event: ev, Run: "run-2", Notice: "Started"}); err != nil {
+					if err := s.Append(context.Background(), store.Record{Session: id, Seq: seq, Time: storetest.T0, Event: ev, Run: "run-2", Notice: "Started"}); err != nil {
 						b.Error(err)
 						return
 					}
@@ -486,139 +309,6 @@ func BenchmarkAppend(b *testing.B) {
 			})
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "appends/s")
 		})
-	}
-}
-
-// TestStoresKeepTextExactly: notices quote replies, which may hold NUL and
-// any Unicode, or bytes that are not UTF-8 at all; every store must give
-// them back byte for byte.
-func TestStoresKeepTextExactly(t *testing.T) {
-	eachStore(t, func(t *testing.T, s store) {
-		ctx := context.Background()
-		weird := "\x00 é \U0001F600 \xff"
-		recs := sample("a")[:2]
-		recs[0].Notice = "Accepted completion: " + weird
-		recs[0].Run = "run-\x001"
-		recs[0].Event.Message.Raw = weird
-		recs[1].Event.Message.Key = model.Key{RunID: "r" + weird, CallID: "c" + weird}
-		rename := Record{Session: "a", Seq: 3, Time: t0, Event: model.Event{Kind: model.Renamed, By: model.Student, Name: "n" + weird}}
-		recs = append(recs, rename)
-		for _, r := range recs {
-			if err := s.Append(ctx, r); err != nil {
-				t.Fatal(err)
-			}
-		}
-		got, err := s.Events(ctx, "a")
-		if err != nil || !reflect.DeepEqual(got, recs) {
-			t.Fatalf("%v\n%+v\nwant %+v", err, got, recs)
-		}
-		if ss, err := s.Sessions(ctx); err != nil || len(ss) != 1 || ss[0].Name != rename.Event.Name {
-			t.Fatalf("Sessions = %v %+v, want the name %q", err, ss, rename.Event.Name)
-		}
-	})
-}
-
-// TestPostgresReopensAndRefusesNewer: a second open (another replica, a
-// restart) finds the data and migrates nothing; a schema from a newer
-// release stops the lab with an error that says so.
-func TestPostgresReopensAndRefusesNewer(t *testing.T) {
-	t.Parallel()
-	url := pgtest.Database(t)
-	ctx := context.Background()
-	s, err := OpenPostgres(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range sample("a") {
-		if err := s.Append(ctx, r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	other, err := OpenPostgres(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, err := other.Events(ctx, "a"); err != nil || !reflect.DeepEqual(got, sample("a")) {
-		t.Fatalf("the second store reads %v %+v", err, got)
-	}
-	other.Close()
-	if _, err := s.pool.Exec(ctx, `UPDATE schema_version SET version = $1`, PGSchemaVersion()+1); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	if s, err := OpenPostgres(ctx, url); err == nil || !strings.Contains(err.Error(), "newer") {
-		if s != nil {
-			s.Close()
-		}
-		t.Fatalf("newer schema: %v", err)
-	}
-	if _, err := OpenPostgres(ctx, "postgres://nobody:secret@127.0.0.1:1/none?connect_timeout=2"); err == nil || strings.Contains(err.Error(), "secret") {
-		t.Fatalf("unreachable database: %v, want an error without the password", err)
-	}
-}
-
-// TestPostgresListen: every committed append, from any store on the
-// database, is heard as (session, seq); a refused one is not; a deletion is
-// heard as seq 0; a session another replica deleted takes no append but a
-// new first one.
-func TestPostgresListen(t *testing.T) {
-	t.Parallel()
-	url := pgtest.Database(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := OpenPostgres(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := OpenPostgres(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	heard := make(chan string, 16)
-	ready := make(chan struct{})
-	listened := make(chan error, 1)
-	go func() {
-		listened <- a.Listen(ctx, func() { close(ready) }, func(id string, seq uint64) { heard <- fmt.Sprint(id, " ", seq) })
-	}()
-	select {
-	case <-ready:
-	case err := <-listened:
-		t.Fatalf("Listen returned before ready: %v", err)
-	}
-	recs := sample("s")
-	for i, st := range []store{a, b, a} {
-		if err := st.Append(ctx, recs[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := b.Append(ctx, recs[1]); !errors.Is(err, ErrSeqTaken) {
-		t.Fatalf("taken seq: %v", err)
-	}
-	if err := b.Delete(ctx, []string{"s", "unknown"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Append(ctx, recs[3]); err == nil || errors.Is(err, ErrSeqTaken) {
-		t.Fatalf("append to a deleted session: %v, want a refusal that is not ErrSeqTaken", err)
-	}
-	if err := a.Append(ctx, recs[0]); err != nil {
-		t.Fatalf("a new first append after delete: %v", err)
-	}
-	var got []string
-	for len(got) < 6 {
-		select {
-		case h := <-heard:
-			got = append(got, h)
-		case <-time.After(10 * time.Second):
-			t.Fatalf("heard only %q", got)
-		}
-	}
-	if want := []string{"s 1", "s 2", "s 3", "s 0", "unknown 0", "s 1"}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("heard %q, want %q", got, want)
-	}
-	cancel()
-	if err := <-listened; err != nil {
-		t.Fatalf("Listen after its context ended: %v, want nil", err)
 	}
 }
 
@@ -637,21 +327,6 @@ func TestSQLiteSyncMode(t *testing.T) {
 	}
 }
 
-// walkthrough is the record a student's seq-th change in a session makes
-// in labbench's loops: queue a reply, deliver it, start a run.
-func walkthrough(id string, seq uint64) Record {
-	ev := model.Event{Kind: model.RunStarted, By: model.Student}
-	switch seq % 3 {
-	case 1:
-		ev = model.Event{Kind: model.MessageQueued, By: model.Student, Message: model.Message{ID: int(seq), Kind: model.ReplyMessage, From: model.Student, Raw: walkthroughRaw}}
-	case 2:
-		ev = model.Event{Kind: model.MessageDelivered, By: model.Student, Message: model.Message{ID: int(seq - 1)}}
-	}
-	return Record{Session: id, Seq: seq, Time: t0, Event: ev, Run: "run-2", Notice: "Accepted completion."}
-}
-
-var walkthroughRaw = `{"runId":"run-1","callId":"lookup","kind":"completed","output":"Preloaded answer 1: ` + strings.Repeat("lorem ipsum dolor sit amet ", 9) + `"}`
-
 // cpuTime is this process's user plus system CPU time.
 func cpuTime(b *testing.B) time.Duration {
 	var ru syscall.Rusage
@@ -666,11 +341,11 @@ func cpuTime(b *testing.B) time.Duration {
 // (appendlog_test.go). finish does what the appends left to do in the
 // background (moving SQLite's journal into the database), which is their
 // cost too.
-func benchStores(b *testing.B, bench func(b *testing.B, append func(Record) error, finish func())) {
+func benchStores(b *testing.B, bench func(b *testing.B, append func(store.Record) error, finish func())) {
 	ctx := context.Background()
 	b.Run("sqlite", func(b *testing.B) {
 		s := openTemp(b, Options{})
-		bench(b, func(r Record) error { return s.Append(ctx, r) }, func() {
+		bench(b, func(r store.Record) error { return s.Append(ctx, r) }, func() {
 			if err := s.flush(ctx); err != nil {
 				b.Fatal(err)
 			}
@@ -682,16 +357,17 @@ func benchStores(b *testing.B, bench func(b *testing.B, append func(Record) erro
 			b.Fatal(err)
 		}
 		defer l.Close()
-		bench(b, func(r Record) error { return l.Append(ctx, r) }, func() {})
+		bench(b, func(r store.Record) error { return l.Append(ctx, r) }, func() {})
 	})
 }
 
 // BenchmarkAppendSerial is one student's closed loop as labbench's rtt
 // scenario drives it: appends one at a time (so no group commit helps), a
-// new session every 100, the walkthrough's records. Per op it is the
-// durable path's whole cost; cpu-µs/op is the process's CPU time per append.
+// new session every 100, the walkthrough's records (storetest.Walkthrough).
+// Per op it is the durable path's whole cost; cpu-µs/op is the process's
+// CPU time per append.
 func BenchmarkAppendSerial(b *testing.B) {
-	benchStores(b, func(b *testing.B, append func(Record) error, finish func()) {
+	benchStores(b, func(b *testing.B, append func(store.Record) error, finish func()) {
 		var id string
 		var seq uint64
 		b.ReportAllocs()
@@ -702,7 +378,7 @@ func BenchmarkAppendSerial(b *testing.B) {
 				id, seq = uuid.NewString(), 0
 			}
 			seq++
-			if err := append(walkthrough(id, seq)); err != nil {
+			if err := append(storetest.Walkthrough(id, seq)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -714,7 +390,7 @@ func BenchmarkAppendSerial(b *testing.B) {
 // BenchmarkAppendLoops is labbench's throughput scenario's store: 50
 // closed loops, a new session every 100 appends, group commit.
 func BenchmarkAppendLoops(b *testing.B) {
-	benchStores(b, func(b *testing.B, append func(Record) error, finish func()) {
+	benchStores(b, func(b *testing.B, append func(store.Record) error, finish func()) {
 		const loops = 50
 		per := b.N/loops + 1
 		b.ReportAllocs()
@@ -730,7 +406,7 @@ func BenchmarkAppendLoops(b *testing.B) {
 						id, seq = uuid.NewString(), 0
 					}
 					seq++
-					if err := append(walkthrough(id, seq)); err != nil {
+					if err := append(storetest.Walkthrough(id, seq)); err != nil {
 						b.Error(err)
 						return
 					}
@@ -748,12 +424,12 @@ func BenchmarkAppendLoops(b *testing.B) {
 // reopen, and an append that is not its session's next seq is refused.
 func TestSQLiteJournal(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "lab.db")
-	s, err := OpenSQLite(path, Options{every: time.Hour})
+	s, err := Open(path, Options{every: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	recs := sample("a")
+	recs := storetest.Sample("a")
 	count := func() (n int) {
 		t.Helper()
 		if err := s.db.QueryRow(`SELECT COALESCE(SUM(last - first + 1), 0) FROM chunks`).Scan(&n); err != nil {
@@ -793,7 +469,7 @@ func TestSQLiteJournal(t *testing.T) {
 			t.Fatalf("seq %d appended after seq %d", bad, recs[len(recs)-1].Seq)
 		}
 	}
-	b := sample("b")[0]
+	b := storetest.Sample("b")[0]
 	b.Seq = 2
 	if err := s.Append(ctx, b); err == nil {
 		t.Fatal("a new session's first append with seq 2 was stored")
@@ -807,13 +483,13 @@ func TestSQLiteJournal(t *testing.T) {
 	if len(s.pending) == 0 {
 		t.Fatal("nothing left in the journal to test a reopen with")
 	}
-	if _, err := OpenSQLite(path, Options{}); err == nil {
+	if _, err := Open(path, Options{}); err == nil {
 		t.Fatal("a second store opened the data file the first has open")
 	}
 	// A restart after kill -9: the files as they are, opened elsewhere.
 	crash := crashImage(t, path, nil)
 	s.Close()
-	if s, err = OpenSQLite(crash, Options{every: time.Hour}); err != nil {
+	if s, err = Open(crash, Options{every: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
@@ -876,13 +552,13 @@ func crashImage(t *testing.T, path string, journal []byte) string {
 func TestSQLiteJournalRestarts(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "lab.db")
-	s, err := OpenSQLite(path, Options{every: time.Hour})
+	s, err := Open(path, Options{every: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	ctx := context.Background()
-	recs := sample("a")
+	recs := storetest.Sample("a")
 	for _, r := range recs {
 		if err := s.Append(ctx, r); err != nil {
 			t.Fatal(err)
@@ -894,7 +570,7 @@ func TestSQLiteJournalRestarts(t *testing.T) {
 	}
 
 	torn := append(slices.Clone(journal), journal[journalHeaderSize:journalHeaderSize+20]...)
-	c, err := OpenSQLite(crashImage(t, path, torn), Options{every: time.Hour})
+	c, err := Open(crashImage(t, path, torn), Options{every: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -914,7 +590,7 @@ func TestSQLiteJournalRestarts(t *testing.T) {
 	if err := s.Delete(ctx, []string{"a"}); err != nil {
 		t.Fatal(err)
 	}
-	c, err = OpenSQLite(crashImage(t, path, journal), Options{every: time.Hour})
+	c, err = Open(crashImage(t, path, journal), Options{every: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -925,7 +601,7 @@ func TestSQLiteJournalRestarts(t *testing.T) {
 
 	newer := slices.Clone(journal)
 	binary.LittleEndian.PutUint64(newer[len(journalMagic):], 99)
-	if _, err := OpenSQLite(crashImage(t, path, newer), Options{}); err == nil || !strings.Contains(err.Error(), "newer than its database") || !strings.Contains(err.Error(), "move it away") {
+	if _, err := Open(crashImage(t, path, newer), Options{}); err == nil || !strings.Contains(err.Error(), "newer than its database") || !strings.Contains(err.Error(), "move it away") {
 		t.Fatalf("a journal of a later epoch: %v", err)
 	}
 }
@@ -937,7 +613,7 @@ func TestSQLiteJournalMovesWhenFull(t *testing.T) {
 	s := openTemp(t, Options{every: time.Hour})
 	ctx := context.Background()
 	for seq := uint64(1); seq <= journalMoveRows+10; seq++ {
-		if err := s.Append(ctx, walkthrough("a", seq)); err != nil {
+		if err := s.Append(ctx, storetest.Walkthrough("a", seq)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -958,7 +634,7 @@ func TestSQLiteJournalMovesWhenBig(t *testing.T) {
 	raw := strings.Repeat("x", 64<<10)
 	const n = 2 * journalMoveBytes / (64 << 10) // twice the bound's worth
 	for seq := uint64(1); seq <= n; seq++ {
-		r := Record{Session: "a", Seq: seq, Time: t0, Run: "run-1",
+		r := store.Record{Session: "a", Seq: seq, Time: storetest.T0, Run: "run-1",
 			Event: model.Event{Kind: model.MessageQueued, By: model.Student, Message: model.Message{ID: int(seq), Kind: model.ReplyMessage, From: model.Student, Raw: raw}}}
 		if err := s.Append(ctx, r); err != nil {
 			t.Fatal(err)
@@ -980,7 +656,7 @@ func TestSQLiteJournalMovesWhenIdle(t *testing.T) {
 	ctx := context.Background()
 	var last uint64
 	for seq := uint64(1); seq <= 3; seq++ {
-		if err := s.Append(ctx, walkthrough("a", seq)); err != nil {
+		if err := s.Append(ctx, storetest.Walkthrough("a", seq)); err != nil {
 			t.Fatal(err)
 		}
 		if last = s.moveIfIdle(last); s.pendingRows() != int(seq) {
@@ -995,54 +671,6 @@ func TestSQLiteJournalMovesWhenIdle(t *testing.T) {
 	}
 }
 
-// TestPostgresMigratesVersion2 opens a database of schema version 2 (no
-// prediction column), as a replica of the release before would have left
-// it: its deliveries read back without a prediction, new ones keep theirs.
-func TestPostgresMigratesVersion2(t *testing.T) {
-	t.Parallel()
-	url := pgtest.Database(t)
-	ctx := context.Background()
-	old, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stmts := []string{`CREATE TABLE schema_version (version integer NOT NULL)`, `INSERT INTO schema_version (version) VALUES (2)`}
-	stmts = append(append(append(stmts, pgMigrations[1]...), pgMigrations[2]...),
-		`INSERT INTO sessions (id, created) VALUES ('a', 0)`,
-		`INSERT INTO events (session, seq, time, actor, kind, message, message_kind, message_from, key_run, key_call, run, notice)
-			VALUES ('a', 1, 0, 'student', 'queued', 1, 'deadline', 'student', 'run-1', 'lookup', 'run-1', 'Ready.')`,
-		`INSERT INTO events (session, seq, time, actor, kind, message, run, notice)
-			VALUES ('a', 2, 1, 'student', 'delivered', 1, 'run-1', 'Unresolved.')`)
-	for _, q := range stmts {
-		if _, err := old.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	old.Close(ctx)
-
-	s, err := OpenPostgres(ctx, url)
-	if err != nil {
-		t.Fatalf("opening a version 2 database: %v", err)
-	}
-	defer s.Close()
-	recs, err := s.Events(ctx, "a")
-	if err != nil || len(recs) != 2 || recs[1].Event.Kind != model.MessageDelivered || recs[1].Event.Prediction != model.NoPrediction {
-		t.Fatalf("events after migrating: %v %+v", err, recs)
-	}
-	next := Record{Session: "a", Seq: 3, Time: t0, Run: "run-1", Notice: "Still unresolved.",
-		Event: model.Event{Kind: model.MessageDelivered, By: model.Student, Message: model.Message{ID: 1}, Prediction: model.PredictUnresolved}}
-	if err := s.Append(ctx, next); err != nil {
-		t.Fatal(err)
-	}
-	if recs, err = s.Events(ctx, "a"); err != nil || len(recs) != 3 || recs[2].Event.Prediction != model.PredictUnresolved {
-		t.Fatalf("a new prediction after migrating: %v %+v", err, recs)
-	}
-	var v int
-	if err := s.pool.QueryRow(ctx, `SELECT version FROM schema_version`).Scan(&v); err != nil || v != PGSchemaVersion() {
-		t.Fatalf("schema version %d (%v), want %d", v, err, PGSchemaVersion())
-	}
-}
-
 // TestSQLiteGroupCommit: many appenders at once, with batches small enough
 // that the leadership passes from appender to appender, all commit, each
 // session in order; Close while others still append commits what it
@@ -1051,7 +679,7 @@ func TestPostgresMigratesVersion2(t *testing.T) {
 func TestSQLiteGroupCommit(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "lab.db")
-	s, err := OpenSQLite(path, Options{MaxBatch: 3, every: 5 * time.Millisecond})
+	s, err := Open(path, Options{MaxBatch: 3, every: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1066,8 +694,8 @@ func TestSQLiteGroupCommit(t *testing.T) {
 				if seq > each && a < appenders/2 {
 					return // the rest append until Close
 				}
-				err := s.Append(ctx, walkthrough(id, seq))
-				if errors.Is(err, ErrClosed) {
+				err := s.Append(ctx, storetest.Walkthrough(id, seq))
+				if errors.Is(err, store.ErrClosed) {
 					return
 				}
 				if err != nil {
@@ -1076,7 +704,7 @@ func TestSQLiteGroupCommit(t *testing.T) {
 				}
 				acked[a] = int(seq)
 				if a%4 == 0 {
-					if err := s.Ready(ctx); err != nil && !errors.Is(err, ErrClosed) {
+					if err := s.Ready(ctx); err != nil && !errors.Is(err, store.ErrClosed) {
 						t.Errorf("ready: %v", err)
 					}
 				}
@@ -1104,7 +732,7 @@ func TestSQLiteGroupCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
-	if s, err = OpenSQLite(path, Options{}); err != nil {
+	if s, err = Open(path, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
@@ -1118,7 +746,7 @@ func TestSQLiteGroupCommit(t *testing.T) {
 			t.Errorf("%s: %d events stored, %d acknowledged", id, len(got), acked[a])
 		}
 		for i, r := range got {
-			if want := walkthrough(id, uint64(i+1)); !reflect.DeepEqual(r, want) {
+			if want := storetest.Walkthrough(id, uint64(i+1)); !reflect.DeepEqual(r, want) {
 				t.Fatalf("%s event %d: %+v, want %+v", id, i, r, want)
 			}
 		}

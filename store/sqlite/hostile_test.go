@@ -1,8 +1,7 @@
-package store
+package sqlite
 
 import (
 	"context"
-	"encoding/csv"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,13 +14,15 @@ import (
 	"time"
 
 	"github.com/toolcall-lab/lab/model"
+	"github.com/toolcall-lab/lab/store"
+	"github.com/toolcall-lab/lab/store/storetest"
 )
 
 // flood appends replies of rawBytes each to many sessions from 8 writers
 // until written bytes pass stopAfter or d passes, sampling the write-ahead
 // log's size every 20 ms. It returns the largest log seen and the bytes
 // written.
-func flood(t *testing.T, s *SQLite, rawBytes int, stopAfter int64, d time.Duration) (maxWAL, written int64) {
+func flood(t *testing.T, s *Store, rawBytes int, stopAfter int64, d time.Duration) (maxWAL, written int64) {
 	t.Helper()
 	ctx := context.Background()
 	raw := strings.Repeat("x", rawBytes)
@@ -38,7 +39,7 @@ func flood(t *testing.T, s *SQLite, rawBytes int, stopAfter int64, d time.Durati
 				// A new session every 200 records, as a flood of start
 				// frames across sessions would.
 				id := fmt.Sprintf("flood-%d-%d", w, i/200)
-				r := Record{Session: id, Seq: uint64(i%200 + 1), Time: t0, Run: "run-1",
+				r := store.Record{Session: id, Seq: uint64(i%200 + 1), Time: storetest.T0, Run: "run-1",
 					Event: model.Event{Kind: model.MessageQueued, By: model.Student, Message: model.Message{ID: i%200 + 1, Kind: model.ReplyMessage, From: model.Student, Raw: raw}}}
 				if err := s.Append(ctx, r); err != nil {
 					failed.Add(1)
@@ -129,7 +130,7 @@ func readyChild(t *testing.T) {
 	signal.Ignore(syscall.SIGXFSZ) // a write past the limit fails with EFBIG instead
 	s := openTemp(t, Options{})
 	ctx := context.Background()
-	for _, r := range sample("a")[:3] {
+	for _, r := range storetest.Sample("a")[:3] {
 		if err := s.Append(ctx, r); err != nil {
 			t.Fatal(err)
 		}
@@ -149,7 +150,7 @@ func readyChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	failedAt := waitReady(t, s, false)
-	if err := s.Append(ctx, sample("a")[3]); err == nil {
+	if err := s.Append(ctx, storetest.Sample("a")[3]); err == nil {
 		t.Error("an append succeeded while no file could grow")
 	}
 	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
@@ -157,14 +158,14 @@ func readyChild(t *testing.T) {
 	}
 	backAt := waitReady(t, s, true)
 	t.Logf("Ready failed %v after writes began to fail, and passed %v after they worked again", failedAt, backAt)
-	if err := s.Append(ctx, sample("a")[3]); err != nil {
+	if err := s.Append(ctx, storetest.Sample("a")[3]); err != nil {
 		t.Fatalf("append after the limit was lifted: %v", err)
 	}
 }
 
 // waitReady polls Ready until it says ready (or not) and returns how long
 // that took, within two seconds.
-func waitReady(t *testing.T, s *SQLite, ready bool) time.Duration {
+func waitReady(t *testing.T, s *Store, ready bool) time.Duration {
 	t.Helper()
 	start := time.Now()
 	const within = 2 * time.Second
@@ -177,49 +178,5 @@ func waitReady(t *testing.T, s *SQLite, ready bool) time.Duration {
 			t.Fatalf("Ready still %v after %v, want ready=%v", err, within, ready)
 		}
 		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// TestCSVDefusesFormulas: finding 6 of issue 10. A name a spreadsheet would
-// run as a formula is written with a leading ', in every column, and
-// nothing else changes.
-func TestCSVDefusesFormulas(t *testing.T) {
-	t.Parallel()
-	for _, tt := range []struct{ in, want string }{
-		{"=1+1", "'=1+1"},
-		{"@SUM(1+1)*cmd|'/C calc'!A0", "'@SUM(1+1)*cmd|'/C calc'!A0"},
-		{"+1", "'+1"},
-		{"-2", "'-2"},
-		{"\tx", "'\tx"},
-		{"\rx", "'\rx"},
-		{"Ada = 1", "Ada = 1"},
-		{"", ""},
-		{"'quoted", "'quoted"},
-	} {
-		if got := CSVCell(tt.in); got != tt.want {
-			t.Errorf("CSVCell(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-	var b strings.Builder
-	w, err := NewCSV(&b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs := sample("s")[:1]
-	if err := w.Write(Session{ID: "s", Name: "=HYPERLINK(\"http://evil\")"}, recs); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := csv.NewReader(strings.NewReader(b.String())).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := rows[1][1]; got != "'=HYPERLINK(\"http://evil\")" {
-		t.Fatalf("name cell %q, want it prefixed with '", got)
-	}
-	if rows[1][0] != "s" || rows[1][2] != "1" {
-		t.Fatalf("other cells changed: %q", rows[1])
 	}
 }

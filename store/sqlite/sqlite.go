@@ -1,4 +1,9 @@
-package store
+// Package sqlite is the lab's durable store and its default: one SQLite
+// file in WAL mode (modernc.org/sqlite, pure Go), appends written first to
+// a journal beside it (journal.go) with group commit, classes in the same
+// file (sqlite_classes.go). It implements store.Store; cmd/lab opens it for
+// a -data path.
+package sqlite
 
 import (
 	"cmp"
@@ -18,6 +23,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver; pure Go, no cgo
 
 	"github.com/toolcall-lab/lab/model"
+	"github.com/toolcall-lab/lab/store"
 )
 
 // migrations[v] takes the schema from version v-1 to v. Never edit a
@@ -46,8 +52,8 @@ var migrations = [][]string{
 			PRIMARY KEY (session, seq)
 		) WITHOUT ROWID`,
 	},
-	2: classesSchema, // store/sqlite_classes.go
-	// recent takes appends in the order they come (see SQLite); the mover
+	2: classesSchema, // sqlite_classes.go
+	// recent takes appends in the order they come (see Store); the mover
 	// takes them into events in the background.
 	3: {
 		`CREATE TABLE recent (
@@ -73,7 +79,7 @@ var migrations = [][]string{
 		`ALTER TABLE events ADD COLUMN prediction TEXT NOT NULL DEFAULT ''`,
 		`ALTER TABLE recent ADD COLUMN prediction TEXT NOT NULL DEFAULT ''`,
 	},
-	5: classSettingsSchema, // store/sqlite_classes.go
+	5: classSettingsSchema, // sqlite_classes.go
 	// 6: the epoch of the journal whose rows the database has not taken
 	// in yet (journal.go). Appends go to the journal since; recent only
 	// holds what an older build left, moved at open.
@@ -130,7 +136,7 @@ type Options struct {
 	WALLimit int64
 }
 
-// SQLite is the durable store: one SQLite file in WAL mode, and its
+// Store is the durable store: one SQLite file in WAL mode, and its
 // journal (journal.go).
 //
 // An append is a record written to the journal, one write(2) for a whole
@@ -154,9 +160,9 @@ type Options struct {
 // no handoff, and a busy store still commits every waiting append
 // together. The leader owns the journal; pendMu guards pending for the
 // readers. Reads go straight to the connection pool: WAL lets them run
-// beside the writer. The checkpointer goroutine (started by OpenSQLite,
+// beside the writer. The checkpointer goroutine (started by Open,
 // stopped by Close) moves the journal and checkpoints.
-type SQLite struct {
+type Store struct {
 	path     string
 	db       *sql.DB
 	maxBatch int
@@ -164,13 +170,13 @@ type SQLite struct {
 	// wconn is the writers' own connection, and the statements prepared
 	// on it once: parsing them again on every commit cost more than the
 	// commit, BEGIN and COMMIT included (database/sql's Tx parses both each
-	// time). All are owned by the leader (see SQLite); chunk, rows, errs
+	// time). All are owned by the leader (see Store); chunk, rows, errs
 	// and batch are its scratch space.
 	wconn                                                         *sql.Conn
 	begin, commitTx, rollback                                     *sql.Stmt
 	insertChunk, insertSession, renameSession, lastSeq, nextEpoch *sql.Stmt
 	chunk                                                         []byte
-	rows                                                          []*row
+	rows                                                          []*store.Row
 	errs                                                          []error
 	batch                                                         []request
 
@@ -187,8 +193,8 @@ type SQLite struct {
 	// their write and drops them once a move has committed; readers look.
 	// Guarded by pendMu.
 	pendMu    sync.Mutex
-	pending   []*row
-	bySession map[string][]*row
+	pending   []*store.Row
+	bySession map[string][]*store.Row
 	appends   uint64 // rows ever added to pending: the checkpointer's sign of appends coming
 	// known holds every session with an event, stored or pending: this
 	// process is the file's only writer (the journal is locked), so a
@@ -234,22 +240,24 @@ type SQLite struct {
 	failed atomic.Bool
 }
 
+var _ store.Store = (*Store)(nil)
+
 // request is one unit of write work: op, then (for an append) the row to
 // write with the batch's others, to the journal or into chunks; res
 // receives its outcome.
 type request struct {
 	op  func(*sql.Conn) error
-	row *row
+	row *store.Row
 	res chan error // buffered, 1; errLead passes the leadership
 }
 
 // errLead, sent on a queued request's res, makes its goroutine the leader
-// (see SQLite); its own result comes later on the same channel.
+// (see Store); its own result comes later on the same channel.
 var errLead = errors.New("store: lead the next commit")
 
-// OpenSQLite opens (creating it and its directory on first use) the SQLite
+// Open opens (creating it and its directory on first use) the SQLite
 // file at path, migrates it to SchemaVersion and starts its checkpointer.
-func OpenSQLite(path string, opt Options) (*SQLite, error) {
+func Open(path string, opt Options) (*Store, error) {
 	if opt.MaxBatch <= 0 {
 		opt.MaxBatch = 256
 	}
@@ -296,16 +304,16 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 		db.Close()
 		return nil, fmt.Errorf("opening the lab's data file %s: %w", path, err)
 	}
-	s := &SQLite{
+	s := &Store{
 		path: path, db: db, maxBatch: opt.MaxBatch, every: opt.every, walLimit: opt.WALLimit,
 		quit: make(chan struct{}), cpDone: make(chan struct{}),
-		seqs: make(map[string]uint64), txSeqs: make(map[string]uint64), bySession: make(map[string][]*row), known: make(map[string]struct{}),
+		seqs: make(map[string]uint64), txSeqs: make(map[string]uint64), bySession: make(map[string][]*store.Row), known: make(map[string]struct{}),
 	}
 	if s.wconn, err = db.Conn(context.Background()); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening the lab's data file %s: %w", path, err)
 	}
-	fail := func(err error) (*SQLite, error) {
+	fail := func(err error) (*Store, error) {
 		s.wconn.Close()
 		db.Close()
 		if s.j != nil {
@@ -347,8 +355,8 @@ func OpenSQLite(path string, opt Options) (*SQLite, error) {
 	// kill -9) goes into the database before anything else.
 	s.addPending(recovered)
 	for _, w := range recovered {
-		s.seqs[w.session] = uint64(w.seq)
-		s.known[w.session] = struct{}{}
+		s.seqs[w.Session] = uint64(w.Seq)
+		s.known[w.Session] = struct{}{}
 	}
 	if len(recovered) > 0 {
 		if err := s.inTx(nil); err != nil {
@@ -396,13 +404,13 @@ func migrate(db *sql.DB) error {
 }
 
 // Path is the file the store writes.
-func (s *SQLite) Path() string { return s.path }
+func (s *Store) Path() string { return s.path }
 
 // lead commits the queued requests in batches of up to maxBatch: the first
 // batch on this goroutine, then it hands the leadership to the goroutine of
 // the oldest request still queued (whose result it would otherwise delay),
 // or gives it up when none is.
-func (s *SQLite) lead() {
+func (s *Store) lead() {
 	s.mu.Lock()
 	n := min(len(s.queue), s.maxBatch)
 	s.batch = append(s.batch[:0], s.queue[:n]...)
@@ -440,7 +448,7 @@ func (s *SQLite) lead() {
 // (TRUNCATE checkpoint). The writer runs it between two commits: run
 // beside a writer that never pauses, it would wait for the write lock
 // forever. The commits waiting meanwhile wait for it once.
-func (s *SQLite) truncateLog() {
+func (s *Store) truncateLog() {
 	s.db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
 }
 
@@ -448,7 +456,7 @@ func (s *SQLite) truncateLog() {
 // (journalCommit), any other in one transaction (inTx). If a transaction
 // fails, each request is retried alone, so one bad request does not refuse
 // the others.
-func (s *SQLite) commit(batch []request) {
+func (s *Store) commit(batch []request) {
 	if s.appendsOnly(batch) {
 		s.journalCommit(batch)
 		return
@@ -465,7 +473,7 @@ func (s *SQLite) commit(batch []request) {
 	}
 }
 
-func (s *SQLite) appendsOnly(batch []request) bool {
+func (s *Store) appendsOnly(batch []request) bool {
 	for _, r := range batch {
 		if r.row == nil {
 			return false
@@ -478,7 +486,7 @@ func (s *SQLite) appendsOnly(batch []request) bool {
 // each append whose seq is right; then the rows are pending (readers see
 // them) and their appenders are answered. A journal past journalMoveRows
 // or journalMoveBytes is moved into the database right after.
-func (s *SQLite) journalCommit(batch []request) {
+func (s *Store) journalCommit(batch []request) {
 	var err error
 	if s.jerr != nil {
 		err = s.repairJournal()
@@ -519,7 +527,7 @@ func (s *SQLite) journalCommit(batch []request) {
 // hold part of what failed) or after a move could not empty it (it holds
 // rows the database has): by a move, if rows are pending, which empties it
 // too. Until it succeeds appends fail.
-func (s *SQLite) repairJournal() error {
+func (s *Store) repairJournal() error {
 	if s.pendingRows() > 0 {
 		if err := s.inTx(nil); err != nil {
 			return err
@@ -540,34 +548,34 @@ const (
 )
 
 // pendingRows counts the rows in the journal not yet moved.
-func (s *SQLite) pendingRows() int {
+func (s *Store) pendingRows() int {
 	s.pendMu.Lock()
 	defer s.pendMu.Unlock()
 	return len(s.pending)
 }
 
 // addPending adds rows, just written to the journal, to pending.
-func (s *SQLite) addPending(rows []*row) {
+func (s *Store) addPending(rows []*store.Row) {
 	s.pendMu.Lock()
 	defer s.pendMu.Unlock()
 	s.appends += uint64(len(rows))
 	for _, w := range rows {
 		s.pending = append(s.pending, w)
-		s.bySession[w.session] = append(s.bySession[w.session], w)
+		s.bySession[w.Session] = append(s.bySession[w.Session], w)
 	}
 }
 
 // dropPending forgets the first n pending rows, once a move has committed
 // them to the database.
-func (s *SQLite) dropPending(n int) {
+func (s *Store) dropPending(n int) {
 	s.pendMu.Lock()
 	defer s.pendMu.Unlock()
 	for _, w := range s.pending[:n] {
-		rows := s.bySession[w.session]
+		rows := s.bySession[w.Session]
 		if len(rows) == 1 {
-			delete(s.bySession, w.session)
+			delete(s.bySession, w.Session)
 		} else {
-			s.bySession[w.session] = rows[1:] // a session's rows are in order
+			s.bySession[w.Session] = rows[1:] // a session's rows are in order
 		}
 	}
 	rest := copy(s.pending, s.pending[n:])
@@ -578,7 +586,7 @@ func (s *SQLite) dropPending(n int) {
 // inTx runs the batch in one transaction, after moving the journal's rows
 // into the database in it: every write sees every append before it. With
 // no batch it only moves them.
-func (s *SQLite) inTx(batch []request) error {
+func (s *Store) inTx(batch []request) error {
 	s.pendMu.Lock()
 	moved := len(s.pending)
 	s.rows = append(s.rows[:0], s.pending...) // only the leader adds to pending
@@ -635,7 +643,7 @@ func (s *SQLite) inTx(batch []request) error {
 
 // commitSeqs makes the seqs of the batch just stored (txSeqs) the
 // sessions' last: a session deleted in it (0) is forgotten.
-func (s *SQLite) commitSeqs() {
+func (s *Store) commitSeqs() {
 	for id, seq := range s.txSeqs {
 		if seq == 0 {
 			delete(s.seqs, id)
@@ -650,19 +658,19 @@ func (s *SQLite) commitSeqs() {
 
 // insertRows inserts s.rows into chunks, with a session's row for its
 // first event and its renames, and empties s.rows.
-func (s *SQLite) insertRows() error {
+func (s *Store) insertRows() error {
 	defer s.dropRows()
 	if err := s.insertChunks(s.rows); err != nil {
 		return err
 	}
 	for _, w := range s.rows { // sorted: a session's renames stay in order
-		if w.seq == 1 {
-			if _, err := s.insertSession.Exec(w.session, w.timeMs); err != nil {
+		if w.Seq == 1 {
+			if _, err := s.insertSession.Exec(w.Session, w.TimeMs); err != nil {
 				return err
 			}
 		}
-		if w.kind == model.KindRenamed {
-			if _, err := s.renameSession.Exec(string(w.raw), w.session); err != nil {
+		if w.Kind == model.KindRenamed {
+			if _, err := s.renameSession.Exec(string(w.Raw), w.Session); err != nil {
 				return err
 			}
 		}
@@ -673,13 +681,13 @@ func (s *SQLite) insertRows() error {
 // insertChunks sorts rows by session and seq and inserts each session's
 // as one chunk. A session's rows must be consecutive seqs after those
 // chunks already hold, as a move's and an older build's are.
-func (s *SQLite) insertChunks(rows []*row) error {
-	slices.SortFunc(rows, func(a, b *row) int {
-		return cmp.Or(strings.Compare(a.session, b.session), cmp.Compare(a.seq, b.seq))
+func (s *Store) insertChunks(rows []*store.Row) error {
+	slices.SortFunc(rows, func(a, b *store.Row) int {
+		return cmp.Or(strings.Compare(a.Session, b.Session), cmp.Compare(a.Seq, b.Seq))
 	})
 	for len(rows) > 0 {
 		n := 1
-		for n < len(rows) && rows[n].session == rows[0].session {
+		for n < len(rows) && rows[n].Session == rows[0].Session {
 			n++
 		}
 		b := s.chunk[:0]
@@ -688,7 +696,7 @@ func (s *SQLite) insertChunks(rows []*row) error {
 		}
 		s.chunk = b
 		last := rows[n-1]
-		if _, err := s.insertChunk.Exec(last.session, rows[0].seq, last.seq, last.timeMs, b); err != nil {
+		if _, err := s.insertChunk.Exec(last.Session, rows[0].Seq, last.Seq, last.TimeMs, b); err != nil {
 			return err
 		}
 		rows = rows[n:]
@@ -701,14 +709,14 @@ func (s *SQLite) insertChunks(rows []*row) error {
 
 // dropRows empties the leader's rows, dropping their references to the
 // rows' text.
-func (s *SQLite) dropRows() {
+func (s *Store) dropRows() {
 	clear(s.rows)
 	s.rows = s.rows[:0]
 }
 
 // loadKnown fills known from the sessions table: a session's row is
 // written with its first event (insertRows).
-func (s *SQLite) loadKnown() error {
+func (s *Store) loadKnown() error {
 	rows, err := s.db.Query(`SELECT id FROM sessions`)
 	if err != nil {
 		return fmt.Errorf("listing sessions: %w", err)
@@ -725,7 +733,7 @@ func (s *SQLite) loadKnown() error {
 }
 
 // isKnown reports whether session id may have events (see known).
-func (s *SQLite) isKnown(id string) bool {
+func (s *Store) isKnown(id string) bool {
 	s.pendMu.Lock()
 	defer s.pendMu.Unlock()
 	_, ok := s.known[id]
@@ -734,11 +742,11 @@ func (s *SQLite) isKnown(id string) bool {
 
 // flush moves the journal's rows into the database (through the group
 // commit, as any write).
-func (s *SQLite) flush(ctx context.Context) error {
+func (s *Store) flush(ctx context.Context) error {
 	return s.write(ctx, func(*sql.Conn) error { return nil })
 }
 
-// write runs op in a transaction (see SQLite) and returns its outcome.
+// write runs op in a transaction (see Store) and returns its outcome.
 // Once queued, it waits for the commit even if ctx ends: returning early
 // would report as failed a change that may yet be stored.
 //
@@ -747,7 +755,7 @@ func (s *SQLite) flush(ctx context.Context) error {
 // caller would keep that stack (Ready on every WebSocket upgrade cost each
 // idle connection 1.8 KiB, BENCHMARKS.md). Append, the hot path, leads on
 // its caller's goroutine.
-func (s *SQLite) write(ctx context.Context, op func(*sql.Conn) error) error {
+func (s *Store) write(ctx context.Context, op func(*sql.Conn) error) error {
 	res := make(chan error, 1)
 	go func() { res <- s.send(ctx, request{op: op}) }()
 	return <-res
@@ -755,7 +763,7 @@ func (s *SQLite) write(ctx context.Context, op func(*sql.Conn) error) error {
 
 // send queues r and waits for its transaction's outcome, as write does,
 // leading the commit when no one else does.
-func (s *SQLite) send(ctx context.Context, r request) error {
+func (s *Store) send(ctx context.Context, r request) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -766,7 +774,7 @@ func (s *SQLite) send(ctx context.Context, r request) error {
 	s.mu.Lock()
 	if s.shut {
 		s.mu.Unlock()
-		return ErrClosed
+		return store.ErrClosed
 	}
 	s.queue = append(s.queue, r)
 	lead := !s.leading
@@ -806,7 +814,7 @@ const (
 // convertOlder takes into chunks, in one transaction, the events older
 // builds left a row each: in events, and in recent (an arrival table the
 // journal replaced, whose rows are newer). It reads a session at a time.
-func (s *SQLite) convertOlder() error {
+func (s *Store) convertOlder() error {
 	var left bool
 	if err := s.db.QueryRow(`SELECT EXISTS (SELECT 1 FROM events) OR EXISTS (SELECT 1 FROM recent)`).Scan(&left); err != nil {
 		return fmt.Errorf("looking for events to convert: %w", err)
@@ -827,12 +835,12 @@ func (s *SQLite) convertOlder() error {
 				return err
 			}
 			for _, id := range ids {
-				var rows []*row
+				var rows []*store.Row
 				// recent's pos and events' seq both order a session's rows.
 				err := queryRows(ctx, c, `SELECT `+eventCols+` FROM `+table+` WHERE session = ? ORDER BY seq`, []any{id}, func(r *sql.Rows) error {
-					var w row
+					var w store.Row
 					rows = append(rows, &w)
-					return r.Scan(&w.session, &w.seq, &w.timeMs, &w.actor, &w.kind, &w.message, &w.msgKind, &w.msgFrom, &w.raw, &w.keyRun, &w.keyCall, &w.run, &w.notice, &w.prediction)
+					return r.Scan(&w.Session, &w.Seq, &w.TimeMs, &w.Actor, &w.Kind, &w.Message, &w.MsgKind, &w.MsgFrom, &w.Raw, &w.KeyRun, &w.KeyCall, &w.Run, &w.Notice, &w.Prediction)
 				})
 				if err != nil {
 					return err
@@ -876,7 +884,7 @@ func queryRows(ctx context.Context, c *sql.Conn, q string, args []any, scan func
 // (journalMoveRows): a move holds the appends behind it, and a class of 300
 // changes a second held some every second, its p99 twice the in-memory
 // store's (BENCHMARKS.md). It stops with Close.
-func (s *SQLite) checkpointer() {
+func (s *Store) checkpointer() {
 	defer close(s.cpDone)
 	tick := time.NewTicker(s.every)
 	defer tick.Stop()
@@ -895,7 +903,7 @@ func (s *SQLite) checkpointer() {
 // moveIfIdle moves the journal into the database if no append came since
 // the checkpointer's last look, when the appends counted were last; it
 // returns the count now.
-func (s *SQLite) moveIfIdle(last uint64) uint64 {
+func (s *Store) moveIfIdle(last uint64) uint64 {
 	s.pendMu.Lock()
 	waiting, n := len(s.pending) > 0, s.appends
 	s.pendMu.Unlock()
@@ -908,7 +916,7 @@ func (s *SQLite) moveIfIdle(last uint64) uint64 {
 }
 
 // walSize is the size of the write-ahead log file, 0 if there is none.
-func (s *SQLite) walSize() int64 {
+func (s *Store) walSize() int64 {
 	fi, err := os.Stat(s.path + "-wal")
 	if err != nil {
 		return 0
@@ -918,13 +926,13 @@ func (s *SQLite) walSize() int64 {
 
 // checkpoint runs one PASSIVE checkpoint. A failure is not an error of
 // anyone's change: the log keeps the data and the next one tries again.
-func (s *SQLite) checkpoint() {
+func (s *Store) checkpoint() {
 	s.db.Exec("PRAGMA wal_checkpoint(PASSIVE)")
 }
 
 // Append stores r and returns once it is committed.
-func (s *SQLite) Append(ctx context.Context, r Record) error {
-	w, err := encode(r)
+func (s *Store) Append(ctx context.Context, r store.Record) error {
+	w, err := store.Encode(r)
 	if err != nil {
 		return err
 	}
@@ -932,27 +940,27 @@ func (s *SQLite) Append(ctx context.Context, r Record) error {
 	// batch: to the journal, or into chunks with a transaction's other
 	// work (insertRows writes the session's row and its renames).
 	err = s.send(ctx, request{row: &w, op: func(c *sql.Conn) error {
-		last, ok := s.txSeqs[w.session]
+		last, ok := s.txSeqs[w.Session]
 		if !ok {
-			last, ok = s.seqs[w.session]
+			last, ok = s.seqs[w.Session]
 		}
-		if !ok && s.isKnown(w.session) {
-			if err := s.lastSeq.QueryRow(w.session).Scan(&last); err != nil {
+		if !ok && s.isKnown(w.Session) {
+			if err := s.lastSeq.QueryRow(w.Session).Scan(&last); err != nil {
 				return err
 			}
 		}
-		if uint64(w.seq) != last+1 {
-			if uint64(w.seq) <= last {
-				return ErrSeqTaken
+		if uint64(w.Seq) != last+1 {
+			if uint64(w.Seq) <= last {
+				return store.ErrSeqTaken
 			}
-			return fmt.Errorf("seq %d, want %d", w.seq, last+1)
+			return fmt.Errorf("seq %d, want %d", w.Seq, last+1)
 		}
-		s.txSeqs[w.session] = uint64(w.seq)
-		if w.seq == 1 {
+		s.txSeqs[w.Session] = uint64(w.Seq)
+		if w.Seq == 1 {
 			// Known before its row is anywhere a read could find it;
 			// should the append fail, a read of it costs a query, no more.
 			s.pendMu.Lock()
-			s.known[w.session] = struct{}{}
+			s.known[w.Session] = struct{}{}
 			s.pendMu.Unlock()
 		}
 		return nil
@@ -965,7 +973,7 @@ func (s *SQLite) Append(ctx context.Context, r Record) error {
 }
 
 // Delete removes the sessions with their events, in one transaction.
-func (s *SQLite) Delete(ctx context.Context, ids []string) error {
+func (s *Store) Delete(ctx context.Context, ids []string) error {
 	err := s.write(ctx, func(c *sql.Conn) error {
 		for _, id := range ids {
 			if _, err := c.ExecContext(context.Background(), `DELETE FROM chunks WHERE session = ?`, id); err != nil {
@@ -984,9 +992,6 @@ func (s *SQLite) Delete(ctx context.Context, ids []string) error {
 	return nil
 }
 
-// probeEvery is how long Ready trusts its last write probe.
-const probeEvery = time.Second
-
 // Ready reports whether the store takes writes now: a write probe commits.
 // The probe really writes: it negates the schema version and negates it
 // back in one transaction, so the page is written (SQLite skips writing a
@@ -995,10 +1000,10 @@ const probeEvery = time.Second
 // is full. Probes run once a second at most, and at once after an append
 // failed; in between the last one's result stands. mu also makes
 // concurrent callers share one probe rather than each write.
-func (s *SQLite) Ready(ctx context.Context) error {
+func (s *Store) Ready(ctx context.Context) error {
 	s.probeMu.Lock()
 	defer s.probeMu.Unlock()
-	if !s.failed.Swap(false) && !s.probedAt.IsZero() && time.Since(s.probedAt) < probeEvery {
+	if !s.failed.Swap(false) && !s.probedAt.IsZero() && time.Since(s.probedAt) < store.ProbeEvery {
 		return s.probeErr
 	}
 	err := s.write(ctx, func(c *sql.Conn) error {
@@ -1017,10 +1022,10 @@ func (s *SQLite) Ready(ctx context.Context) error {
 }
 
 // Sessions lists the stored sessions, oldest first.
-func (s *SQLite) Sessions(ctx context.Context) ([]Session, error) {
+func (s *Store) Sessions(ctx context.Context) ([]store.Session, error) {
 	select {
 	case <-s.quit:
-		return nil, ErrClosed
+		return nil, store.ErrClosed
 	default:
 	}
 	// A session's row is written when its first event moves in.
@@ -1034,9 +1039,9 @@ func (s *SQLite) Sessions(ctx context.Context) ([]Session, error) {
 		return nil, fmt.Errorf("listing sessions in %s: %w", s.path, err)
 	}
 	defer rows.Close()
-	var out []Session
+	var out []store.Session
 	for rows.Next() {
-		var x Session
+		var x store.Session
 		var created, last int64
 		if err := rows.Scan(&x.ID, &x.Name, &created, &last); err != nil {
 			return nil, fmt.Errorf("listing sessions in %s: %w", s.path, err)
@@ -1051,23 +1056,23 @@ func (s *SQLite) Sessions(ctx context.Context) ([]Session, error) {
 }
 
 // Events returns one session's records in order; none for an unknown session.
-func (s *SQLite) Events(ctx context.Context, id string) ([]Record, error) {
+func (s *Store) Events(ctx context.Context, id string) ([]store.Record, error) {
 	return s.EventsAfter(ctx, id, 0)
 }
 
 // EventsAfter returns one session's records after seq after, in order.
-func (s *SQLite) EventsAfter(ctx context.Context, id string, after uint64) ([]Record, error) {
+func (s *Store) EventsAfter(ctx context.Context, id string, after uint64) ([]store.Record, error) {
 	select {
 	case <-s.quit:
-		return nil, ErrClosed
+		return nil, store.ErrClosed
 	default:
 	}
 	// Pending rows first: one that moves meanwhile is then found in one
 	// place or both, never in neither. They are the newest of the session's.
 	s.pendMu.Lock()
-	var newest []*row
+	var newest []*store.Row
 	for _, w := range s.bySession[id] {
-		if uint64(w.seq) > after {
+		if uint64(w.Seq) > after {
 			newest = append(newest, w)
 		}
 	}
@@ -1081,7 +1086,7 @@ func (s *SQLite) EventsAfter(ctx context.Context, id string, after uint64) ([]Re
 		return nil, fmt.Errorf("reading session %s from %s: %w", id, s.path, err)
 	}
 	defer rows.Close()
-	var out []Record
+	var out []store.Record
 	var data []byte
 	for rows.Next() {
 		if err := rows.Scan(&data); err != nil {
@@ -1092,10 +1097,10 @@ func (s *SQLite) EventsAfter(ctx context.Context, id string, after uint64) ([]Re
 			return nil, fmt.Errorf("reading session %s from %s: a damaged chunk (%d of its %d bytes decode)", id, s.path, n, len(data))
 		}
 		for _, w := range ws {
-			if uint64(w.seq) <= after {
+			if uint64(w.Seq) <= after {
 				continue
 			}
-			r, err := decode(*w)
+			r, err := store.Decode(*w)
 			if err != nil {
 				return nil, fmt.Errorf("reading %s: %w", s.path, err)
 			}
@@ -1106,10 +1111,10 @@ func (s *SQLite) EventsAfter(ctx context.Context, id string, after uint64) ([]Re
 		return nil, fmt.Errorf("reading session %s from %s: %w", id, s.path, err)
 	}
 	for _, w := range newest {
-		if len(out) > 0 && uint64(w.seq) <= out[len(out)-1].Seq {
+		if len(out) > 0 && uint64(w.Seq) <= out[len(out)-1].Seq {
 			continue // moved while this read ran: read from chunks already
 		}
-		r, err := decode(*w)
+		r, err := store.Decode(*w)
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", s.path, err)
 		}
@@ -1119,7 +1124,7 @@ func (s *SQLite) EventsAfter(ctx context.Context, id string, after uint64) ([]Re
 }
 
 // Close commits what is queued, refuses new writes and closes the file.
-func (s *SQLite) Close() error {
+func (s *Store) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
 		close(s.quit)

@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/toolcall-lab/lab/store"
+	"github.com/toolcall-lab/lab/store/storetest"
 )
 
 // appendLog is the cgo-free alternative that issue 14 asks to measure
@@ -49,17 +52,17 @@ func openAppendLog(path string) (*appendLog, error) {
 
 func (l *appendLog) Close() error { return l.f.Close() }
 
-func (l *appendLog) Append(_ context.Context, r Record) error {
-	w, err := encode(r)
+func (l *appendLog) Append(_ context.Context, r store.Record) error {
+	w, err := store.Encode(r)
 	if err != nil {
 		return err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if last := l.seqs[w.session]; uint64(w.seq) != last+1 {
-		return fmt.Errorf("seq %d, want %d", w.seq, last+1)
+	if last := l.seqs[w.Session]; uint64(w.Seq) != last+1 {
+		return fmt.Errorf("seq %d, want %d", w.Seq, last+1)
 	}
-	l.seqs[w.session] = uint64(w.seq)
+	l.seqs[w.Session] = uint64(w.Seq)
 	l.queued = appendLogRecord(l.queued, &w)
 	gen := l.next
 	for l.written <= gen {
@@ -84,18 +87,18 @@ func (l *appendLog) Append(_ context.Context, r Record) error {
 
 // appendLogRecord frames one row: its length, its CRC-32, then each field
 // (numbers as varints, text as a length and its bytes).
-func appendLogRecord(b []byte, w *row) []byte {
+func appendLogRecord(b []byte, w *store.Row) []byte {
 	start := len(b)
 	b = append(b, 0, 0, 0, 0, 0, 0, 0, 0) // length and CRC, filled in below
-	for _, n := range []int64{w.seq, w.timeMs, w.message} {
+	for _, n := range []int64{w.Seq, w.TimeMs, w.Message} {
 		b = binary.AppendVarint(b, n)
 	}
-	for _, s := range []string{w.session, w.actor, w.kind, w.msgKind, w.msgFrom, w.keyRun, w.keyCall, w.run, w.notice, w.prediction} {
+	for _, s := range []string{w.Session, w.Actor, w.Kind, w.MsgKind, w.MsgFrom, w.KeyRun, w.KeyCall, w.Run, w.Notice, w.Prediction} {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
-	b = binary.AppendUvarint(b, uint64(len(w.raw)))
-	b = append(b, w.raw...)
+	b = binary.AppendUvarint(b, uint64(len(w.Raw)))
+	b = append(b, w.Raw...)
 	body := b[start+8:]
 	binary.LittleEndian.PutUint32(b[start:], uint32(len(body)))
 	binary.LittleEndian.PutUint32(b[start+4:], crc32.ChecksumIEEE(body))
@@ -117,7 +120,7 @@ func TestAppendLog(t *testing.T) {
 		wg.Go(func() {
 			id := fmt.Sprintf("session-%d", g)
 			for seq := uint64(1); seq <= 50; seq++ {
-				if err := l.Append(ctx, walkthrough(id, seq)); err != nil {
+				if err := l.Append(ctx, storetest.Walkthrough(id, seq)); err != nil {
 					t.Error(err)
 					return
 				}
@@ -125,7 +128,7 @@ func TestAppendLog(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if err := l.Append(ctx, walkthrough("session-0", 52)); err == nil {
+	if err := l.Append(ctx, storetest.Walkthrough("session-0", 52)); err == nil {
 		t.Fatal("seq 52 after 50 was taken")
 	}
 	data, err := os.ReadFile(path)

@@ -1,8 +1,11 @@
-package store
+package sqlite
 
 import (
 	"bytes"
 	"testing"
+
+	"github.com/toolcall-lab/lab/store"
+	"github.com/toolcall-lab/lab/store/storetest"
 )
 
 // FuzzJournalRecords: whatever a journal file holds after its header, or
@@ -12,7 +15,7 @@ import (
 func FuzzJournalRecords(f *testing.F) {
 	var whole []byte
 	for seq := uint64(1); seq <= 4; seq++ {
-		w, err := encode(walkthrough("a", seq))
+		w, err := store.Encode(storetest.Walkthrough("a", seq))
 		if err != nil {
 			f.Fatal(err)
 		}
