@@ -444,15 +444,15 @@ func (c *conn) nextText() (*[]byte, error) {
 		}
 		c.deferFlush()
 		switch {
-		case !c.limit.frames.allow(time.Now()):
+		case !c.limit.frames.Allow(time.Now()):
 			c.metrics.frameIn("invalid")
-			if !c.limit.refusals.allow(time.Now()) {
+			if !c.limit.refusals.Allow(time.Now()) {
 				c.metrics.refused.WithLabelValues("rate_limit").Inc()
 				c.close(closeRateAbuse)
 				return nil, errRateAbuse
 			}
 			c.sendError(fmt.Errorf("%w: at most %g a second, %d at once; this one was not applied",
-				errTooManyFrames, c.limit.frames.perSecond, int(c.limit.frames.burst)))
+				errTooManyFrames, c.limit.frames.PerSecond(), c.limit.frames.Burst()))
 		case typ != websocket.MessageText:
 			c.metrics.frameIn("invalid")
 			c.sendError(badFrame("frames must be text messages holding JSON"))

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/toolcall-lab/lab/internal/limit"
 	"github.com/toolcall-lab/lab/model"
 )
 
@@ -96,36 +97,11 @@ var errRateAbuse = errors.New("closed: kept sending over the frame rate limit")
 // quarter of the rate), so a burst of clicks gets error frames while a client
 // that keeps going over is closed (closeRateAbuse). Owned by the reader.
 type frameLimit struct {
-	frames, refusals tokenBucket
+	frames, refusals limit.Bucket
 }
 
 func newFrameLimit(perSecond float64, burst int) frameLimit {
-	return frameLimit{frames: newTokenBucket(perSecond, burst), refusals: newTokenBucket(perSecond/4, burst)}
-}
-
-// tokenBucket allows perSecond events a second in bursts of up to burst,
-// full at first: rate.Limiter's Allow for one goroutine. It is on every
-// frame's path, where rate.Limiter's lock and bookkeeping cost 1.4 % of the
-// server's CPU (BENCHMARKS.md, round 8); this takes one clock reading.
-type tokenBucket struct {
-	perSecond, burst float64
-	tokens           float64
-	last             time.Time // the last allow (zero at first: the bucket stays full)
-}
-
-func newTokenBucket(perSecond float64, burst int) tokenBucket {
-	return tokenBucket{perSecond: perSecond, burst: float64(burst), tokens: float64(burst)}
-}
-
-// allow takes a token at now, if there is one.
-func (b *tokenBucket) allow(now time.Time) bool {
-	b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.perSecond)
-	b.last = now
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
+	return frameLimit{frames: limit.NewBucket(perSecond, burst), refusals: limit.NewBucket(perSecond/4, burst)}
 }
 
 // outboxBudget is the bytes waiting in every connection's outbox together,
