@@ -21,6 +21,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolcall-lab/lab/internal/limit"
 	"github.com/toolcall-lab/lab/model"
 )
 
@@ -57,7 +58,7 @@ type conn struct {
 	limit        frameLimit    // used by the reader only
 	bufs         *readBuffers  // the Server's
 	budget       int64         // Config.MaxConnOutboxBytes
-	total        *outboxBudget // all connections' outboxes together
+	total        *limit.Budget // all connections' outboxes together
 	// The write watchdog closes the connection when a write takes longer
 	// than writeTimeout (watchWrite). writeStart is when the running write
 	// began, as time since born (at least 1), 0 when none runs, and
@@ -142,7 +143,7 @@ func (c *conn) queueState(f outFrame) {
 // held.
 func (c *conn) enqueue(f outFrame) bool {
 	n := int64(len(f.data))
-	if c.queued+n > c.budget || !c.total.take(n) {
+	if c.queued+n > c.budget || !c.total.Take(n) {
 		c.countSlow()
 		c.closeWith = &closeTooSlow
 		c.dropOutbox()
@@ -168,7 +169,7 @@ func (c *conn) countSlow() {
 // mu held.
 func (c *conn) unqueue(n int64) {
 	c.queued -= n
-	c.total.give(n)
+	c.total.Give(n)
 }
 
 // dropOutbox drops every frame waiting. Called with mu held.

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -103,32 +102,6 @@ type frameLimit struct {
 func newFrameLimit(perSecond float64, burst int) frameLimit {
 	return frameLimit{frames: limit.NewBucket(perSecond, burst), refusals: limit.NewBucket(perSecond/4, burst)}
 }
-
-// outboxBudget is the bytes waiting in every connection's outbox together,
-// against Config.MaxOutboxBytes. Each conn also counts its own (conn.queued).
-// Safe for concurrent use.
-type outboxBudget struct {
-	max  int64
-	used atomic.Int64
-	peak atomic.Int64 // the most ever used, for tests and docs/limits.md
-}
-
-// take reserves n bytes, or says the budget cannot hold them.
-func (b *outboxBudget) take(n int64) bool {
-	for {
-		u := b.used.Load()
-		if u+n > b.max {
-			return false
-		}
-		if b.used.CompareAndSwap(u, u+n) {
-			for p := b.peak.Load(); u+n > p && !b.peak.CompareAndSwap(p, u+n); p = b.peak.Load() {
-			}
-			return true
-		}
-	}
-}
-
-func (b *outboxBudget) give(n int64) { b.used.Add(-n) }
 
 // addrTable keeps what each client address (Echo's RealIP, which
 // -trusted-proxies decides) holds and may still do: open WebSockets, the

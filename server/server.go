@@ -20,6 +20,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolcall-lab/lab/internal/limit"
 	"github.com/toolcall-lab/lab/model"
 	"github.com/toolcall-lab/lab/static"
 )
@@ -47,7 +48,7 @@ type Server struct {
 	// addrs is what each client address holds and may still do (limits.go).
 	addrs *addrTable
 	// outbox counts the bytes waiting in every connection's outbox.
-	outbox *outboxBudget
+	outbox *limit.Budget
 	// readBufs lends every connection's reader its frame buffers.
 	readBufs *readBuffers
 	// frames recycles every session's state frames (sharedframe.go).
@@ -115,7 +116,7 @@ func New(cfg Config) (*Server, error) {
 		classOf:        make(map[string]string),
 		auth:           newInstructorAuth(cfg.InstructorToken),
 		addrs:          newAddrTable(cfg.AddrConnRate, cfg.MaxAddrConns, cfg.AuthFailureBurst),
-		outbox:         &outboxBudget{max: cfg.MaxOutboxBytes},
+		outbox:         limit.NewBudget(cfg.MaxOutboxBytes),
 		readBufs:       &readBuffers{},
 		frames:         &framePool{},
 		sessions:       make(map[string]*session),
