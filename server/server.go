@@ -46,7 +46,7 @@ type Server struct {
 	metrics                   *metrics
 	auth                      *instructorAuth
 	// addrs is what each client address holds and may still do (limits.go).
-	addrs *addrTable
+	addrs *limit.AddrTable
 	// outbox counts the bytes waiting in every connection's outbox.
 	outbox *limit.Budget
 	// readBufs lends every connection's reader its frame buffers.
@@ -115,7 +115,7 @@ func New(cfg Config) (*Server, error) {
 		joinTmpl:       joinTmpl,
 		classOf:        make(map[string]string),
 		auth:           newInstructorAuth(cfg.InstructorToken),
-		addrs:          newAddrTable(cfg.AddrConnRate, cfg.MaxAddrConns, cfg.AuthFailureBurst),
+		addrs:          newAddrTable(&cfg),
 		outbox:         limit.NewBudget(cfg.MaxOutboxBytes),
 		readBufs:       &readBuffers{},
 		frames:         &framePool{},
