@@ -22,20 +22,21 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolcall-lab/lab/internal/limit"
+	"github.com/toolcall-lab/lab/internal/sharedframe"
 	"github.com/toolcall-lab/lab/model"
 )
 
 // outFrame is a frame waiting to be written.
 type outFrame struct {
 	data   []byte
-	shared *sharedFrame // data's holder, when it is a session's frame
-	state  bool         // a state frame (else an error frame)
+	shared *sharedframe.Frame // data's holder, when it is a session's frame
+	state  bool               // a state frame (else an error frame)
 }
 
 // done gives up the outbox's reference, once the frame is written or dropped.
 func (f outFrame) done() {
 	if f.shared != nil {
-		f.shared.release()
+		f.shared.Release()
 	}
 }
 
@@ -111,8 +112,8 @@ type conn struct {
 // taking a reference to it.
 func (c *conn) sendState(frame []byte) { c.queueState(outFrame{data: frame, state: true}) }
 
-func (c *conn) sendShared(f *sharedFrame) {
-	c.queueState(outFrame{data: f.data, shared: f, state: true})
+func (c *conn) sendShared(f *sharedframe.Frame) {
+	c.queueState(outFrame{data: f.Data, shared: f, state: true})
 }
 
 func (c *conn) queueState(f outFrame) {
@@ -130,7 +131,7 @@ func (c *conn) queueState(f outFrame) {
 	}
 	if c.enqueue(f) {
 		if f.shared != nil {
-			f.shared.retain() // the caller holds one meanwhile
+			f.shared.Retain() // the caller holds one meanwhile
 		}
 		c.nStates++
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolcall-lab/lab/internal/limit"
+	"github.com/toolcall-lab/lab/internal/sharedframe"
 	"github.com/toolcall-lab/lab/model"
 	"github.com/toolcall-lab/lab/static"
 )
@@ -51,8 +52,8 @@ type Server struct {
 	outbox *limit.Budget
 	// readBufs lends every connection's reader its frame buffers.
 	readBufs *readBuffers
-	// frames recycles every session's state frames (sharedframe.go).
-	frames *framePool
+	// frames recycles every session's state frames (internal/sharedframe).
+	frames *sharedframe.Pool
 	// overview sends the class table to instructors; it has its own lock.
 	overview *overview
 	// projectorHTML is a class's projector page; joinTmpl the join pages.
@@ -118,7 +119,7 @@ func New(cfg Config) (*Server, error) {
 		addrs:          newAddrTable(&cfg),
 		outbox:         limit.NewBudget(cfg.MaxOutboxBytes),
 		readBufs:       &readBuffers{},
-		frames:         &framePool{},
+		frames:         &sharedframe.Pool{},
 		sessions:       make(map[string]*session),
 		conns:          make(map[*conn]struct{}),
 	}
