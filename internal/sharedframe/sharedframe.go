@@ -17,7 +17,7 @@ import (
 // Release. Data is read-only while anyone but its session holds a
 // reference: the session writes its next state over it only when it holds
 // the only one, under the lock it hands the frame out under
-// (stateEncoder.rewrite).
+// (server's stateEncoder.rewrite).
 type Frame struct {
 	Data []byte
 	refs atomic.Int32
@@ -36,7 +36,7 @@ func (f *Frame) Release() {
 	case n == 0:
 		f.pool.put(f)
 	case n < 0:
-		panic("server: a state frame released more often than retained")
+		panic("sharedframe: a frame released more often than retained")
 	}
 }
 
