@@ -28,10 +28,10 @@ func TestSharedFramesOutliveNewerOnes(t *testing.T) {
 	}
 	slow.mu.Lock()
 	defer slow.mu.Unlock()
-	if len(slow.outbox) != changes+1 {
-		t.Fatalf("%d frames queued, want %d", len(slow.outbox), changes+1)
+	if len(slow.out.frames) != changes+1 {
+		t.Fatalf("%d frames queued, want %d", len(slow.out.frames), changes+1)
 	}
-	for i, f := range slow.outbox {
+	for i, f := range slow.out.frames {
 		var st struct {
 			Seq   int `json:"seq"`
 			Queue []struct {
@@ -68,11 +68,11 @@ func TestRewrittenFramesAreWholeStates(t *testing.T) {
 		t.Helper()
 		tab.mu.Lock()
 		defer tab.mu.Unlock()
-		if len(tab.outbox) != 1 {
-			t.Fatalf("%s: %d frames sent, want 1", step, len(tab.outbox))
+		if len(tab.out.frames) != 1 {
+			t.Fatalf("%s: %d frames sent, want 1", step, len(tab.out.frames))
 		}
-		f := tab.outbox[0].shared
-		tab.outbox, tab.nStates, tab.queued = nil, 0, 0
+		f := tab.out.frames[0].shared
+		tab.out.frames, tab.out.nStates, tab.out.queued = nil, 0, 0
 		e := newStateEncoder(sess.id, &sharedframe.Pool{})
 		e.predictionsRequired = sess.requirePredictions.Load()
 		want, _ := e.frame(sess.lab)

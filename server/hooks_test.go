@@ -61,5 +61,5 @@ func newTestSession(t testing.TB) (*Server, *session) {
 // collector is a connection that keeps every frame it is sent in its
 // outbox, for a test to read, and starts no flusher.
 func collector(m *metrics) *conn {
-	return &conn{stopped: true, budget: 1 << 30, total: limit.NewBudget(1 << 30), metrics: m}
+	return &conn{stopped: true, out: newOutbox(1<<30, limit.NewBudget(1<<30)), metrics: m}
 }

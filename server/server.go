@@ -409,5 +409,5 @@ func (s *Server) detach(c *conn) {
 // newConn wraps an accepted WebSocket.
 func (s *Server) newConn(ws *websocket.Conn, role model.Actor, log *slog.Logger) *conn {
 	return &conn{ws: ws, role: role, log: log, metrics: s.metrics, writeTimeout: s.cfg.WriteTimeout, born: time.Now(),
-		limit: newFrameLimit(s.cfg.FrameRate, s.cfg.FrameBurst), budget: s.cfg.MaxConnOutboxBytes, total: s.outbox, bufs: s.readBufs}
+		limit: newFrameLimit(s.cfg.FrameRate, s.cfg.FrameBurst), out: newOutbox(s.cfg.MaxConnOutboxBytes, s.outbox), bufs: s.readBufs}
 }
