@@ -56,7 +56,7 @@ func presentsCredentials(r *http.Request) bool {
 }
 
 // tooManyFailures answers a client address that presented too many wrong
-// credentials lately (addrTable.authAllowed).
+// credentials lately (limit.AddrTable.AuthAllowed).
 func tooManyFailures(c echo.Context) error {
 	c.Response().Header().Set("Retry-After", "2")
 	return requestErrorf(http.StatusTooManyRequests, "too many wrong instructor credentials from your address: wait a moment and try again")
@@ -74,7 +74,7 @@ func (s *Server) requireInstructor(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		presented := presentsCredentials(r)
-		if presented && !s.addrs.authAllowed(c.RealIP()) {
+		if presented && !s.addrs.AuthAllowed(c.RealIP()) {
 			return tooManyFailures(c)
 		}
 		g, ok, err := s.grantOf(r)
@@ -87,7 +87,7 @@ func (s *Server) requireInstructor(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		if presented {
-			s.addrs.authFailed(c.RealIP())
+			s.addrs.AuthFailed(c.RealIP())
 		}
 		if r.Method == http.MethodGet && !answersJSON(r) {
 			c.Response().Header().Set("Cache-Control", "no-store")
@@ -108,13 +108,13 @@ func (s *Server) bearer(token, what string) echo.MiddlewareFunc {
 		}
 		return func(c echo.Context) error {
 			got, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
-			if ok && !s.addrs.authAllowed(c.RealIP()) {
+			if ok && !s.addrs.AuthAllowed(c.RealIP()) {
 				return tooManyFailures(c)
 			}
 			h := sha256.Sum256([]byte(got))
 			if !ok || subtle.ConstantTimeCompare(h[:], want[:]) != 1 {
 				if ok {
-					s.addrs.authFailed(c.RealIP())
+					s.addrs.AuthFailed(c.RealIP())
 				}
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="`+what+`"`)
 				return requestErrorf(http.StatusUnauthorized, "%s needs a bearer token", what)
@@ -135,8 +135,8 @@ func (s *Server) loginPage(c echo.Context) error {
 func (s *Server) login(c echo.Context) error {
 	c.Response().Header().Set("Cache-Control", "no-store")
 	// Throttled per client address: wrong tokens from one address never
-	// lock out another (addrTable.authAllowed).
-	if !s.addrs.authAllowed(c.RealIP()) {
+	// lock out another (limit.AddrTable.AuthAllowed).
+	if !s.addrs.AuthAllowed(c.RealIP()) {
 		return tooManyFailures(c)
 	}
 	ctx := c.Request().Context()
@@ -145,7 +145,7 @@ func (s *Server) login(c echo.Context) error {
 		return requestErrorf(http.StatusServiceUnavailable, "%v", err)
 	}
 	if !ok {
-		s.addrs.authFailed(c.RealIP())
+		s.addrs.AuthFailed(c.RealIP())
 		return c.Redirect(http.StatusSeeOther, "/instructor/login?failed=1")
 	}
 	id := store.NewSecret()

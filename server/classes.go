@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolcall-lab/lab/internal/qr"
 	"github.com/toolcall-lab/lab/store"
 )
 
@@ -344,7 +345,7 @@ func (s *Server) classQR(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	png, err := qrPNG(s.joinURL(c.Request(), cl.Code))
+	png, err := qr.PNG(s.joinURL(c.Request(), cl.Code))
 	if err != nil {
 		return err
 	}

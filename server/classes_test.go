@@ -18,6 +18,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/toolcall-lab/lab/internal/qr/qrtest"
 	"github.com/toolcall-lab/lab/server"
 	"github.com/toolcall-lab/lab/store"
 	"github.com/toolcall-lab/lab/store/sqlite"
@@ -261,10 +262,10 @@ func TestClassesAPI(t *testing.T) {
 	}
 }
 
-// decodeQRPNG reads a QR code PNG as a phone's camera does (DecodeQR).
+// decodeQRPNG reads a QR code PNG as a phone's camera does (qrtest.Decode).
 func decodeQRPNG(t *testing.T, b []byte) string {
 	t.Helper()
-	return server.DecodeQR(t, b)
+	return qrtest.Decode(t, b)
 }
 
 func TestJoin(t *testing.T) {

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"path"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,22 +20,9 @@ import (
 	"github.com/coder/websocket"
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolcall-lab/lab/internal/sharedframe"
 	"github.com/toolcall-lab/lab/model"
 )
-
-// outFrame is a frame waiting to be written.
-type outFrame struct {
-	data   []byte
-	shared *sharedFrame // data's holder, when it is a session's frame
-	state  bool         // a state frame (else an error frame)
-}
-
-// done gives up the outbox's reference, once the frame is written or dropped.
-func (f outFrame) done() {
-	if f.shared != nil {
-		f.shared.release()
-	}
-}
 
 // conn is one WebSocket connection of a session.
 //
@@ -45,8 +31,7 @@ func (f outFrame) done() {
 // send: the reader itself, right after handling a frame (what a frame causes
 // for its own connection needs no goroutine start and no handoff), or else a
 // goroutine. So an idle connection costs no goroutine and a slow one never
-// blocks its session. mu guards the outbox (frames in the order they were
-// produced, bounded in count and in bytes), its byte count and the flags.
+// blocks its session. mu guards the outbox and the flags.
 type conn struct {
 	ws           *websocket.Conn
 	role         model.Actor
@@ -54,10 +39,8 @@ type conn struct {
 	log          *slog.Logger
 	metrics      *metrics
 	writeTimeout time.Duration
-	limit        frameLimit    // used by the reader only
-	bufs         *readBuffers  // the Server's
-	budget       int64         // Config.MaxConnOutboxBytes
-	total        *outboxBudget // all connections' outboxes together
+	limit        frameLimit   // used by the reader only
+	bufs         *readBuffers // the Server's
 	// The write watchdog closes the connection when a write takes longer
 	// than writeTimeout (watchWrite). writeStart is when the running write
 	// began, as time since born (at least 1), 0 when none runs, and
@@ -76,17 +59,8 @@ type conn struct {
 	// then runs into the write timeout too: one slow close (countSlow).
 	slowCounted atomic.Bool
 
-	mu     sync.Mutex
-	outbox []outFrame
-	// spare is the array of the last batch written, emptied, for the
-	// outbox to take again: a new one per frame was an allocation per
-	// change.
-	spare   []outFrame
-	nStates int // state frames in outbox
-	nErrors int // error frames in outbox
-	// queued counts the bytes of the frames not yet written: in outbox and
-	// in the batch a flusher is writing. They are also counted in total.
-	queued int64
+	mu  sync.Mutex
+	out outbox // the frames not yet written
 	// closeWith, when set, is how the flusher closes the connection: too
 	// many errors waited (closeTooManyRefusals) or too many bytes
 	// (closeTooSlow). Nothing more is queued then.
@@ -110,8 +84,8 @@ type conn struct {
 // taking a reference to it.
 func (c *conn) sendState(frame []byte) { c.queueState(outFrame{data: frame, state: true}) }
 
-func (c *conn) sendShared(f *sharedFrame) {
-	c.queueState(outFrame{data: f.data, shared: f, state: true})
+func (c *conn) sendShared(f *sharedframe.Frame) {
+	c.queueState(outFrame{data: f.Data, shared: f, state: true})
 }
 
 func (c *conn) queueState(f outFrame) {
@@ -120,40 +94,19 @@ func (c *conn) queueState(f outFrame) {
 	if c.closeWith != nil || c.torn {
 		return
 	}
-	if c.nStates == maxPendingStates {
-		i := slices.IndexFunc(c.outbox, func(f outFrame) bool { return f.state })
-		c.unqueue(int64(len(c.outbox[i].data)))
-		c.outbox[i].done()
-		c.outbox = slices.Delete(c.outbox, i, i+1)
-		c.nStates--
-	}
-	if c.enqueue(f) {
-		if f.shared != nil {
-			f.shared.retain() // the caller holds one meanwhile
-		}
-		c.nStates++
+	if !c.out.pushState(f) {
+		c.tooSlow()
 	}
 	c.kick()
 }
 
-// enqueue adds f to the outbox if the connection's byte budget and all
-// connections' budget take it. If not, the connection is too slow: what
-// waits is dropped and the flusher closes it (closeTooSlow). Called with mu
-// held.
-func (c *conn) enqueue(f outFrame) bool {
-	n := int64(len(f.data))
-	if c.queued+n > c.budget || !c.total.take(n) {
-		c.countSlow()
-		c.closeWith = &closeTooSlow
-		c.dropOutbox()
-		return false
-	}
-	c.queued += n
-	if c.outbox == nil {
-		c.outbox, c.spare = c.spare, nil
-	}
-	c.outbox = append(c.outbox, f)
-	return true
+// tooSlow: a frame did not fit the connection's byte budget or all
+// connections' budget. The connection is too slow: what waits is dropped
+// and the flusher closes it (closeTooSlow). Called with mu held.
+func (c *conn) tooSlow() {
+	c.countSlow()
+	c.closeWith = &closeTooSlow
+	c.out.drop()
 }
 
 // countSlow counts the connection as closed for being too slow, once
@@ -162,22 +115,6 @@ func (c *conn) countSlow() {
 	if c.slowCounted.CompareAndSwap(false, true) {
 		c.metrics.slowCloses.Inc()
 	}
-}
-
-// unqueue gives back the bytes of a frame written or dropped. Called with
-// mu held.
-func (c *conn) unqueue(n int64) {
-	c.queued -= n
-	c.total.give(n)
-}
-
-// dropOutbox drops every frame waiting. Called with mu held.
-func (c *conn) dropOutbox() {
-	for _, f := range c.outbox {
-		c.unqueue(int64(len(f.data)))
-		f.done()
-	}
-	c.outbox, c.nStates, c.nErrors = nil, 0, 0
 }
 
 func (c *conn) sendError(err error) {
@@ -189,10 +126,10 @@ func (c *conn) sendError(err error) {
 	switch {
 	case c.closeWith != nil || c.torn:
 		return
-	case c.nErrors == maxPendingErrors:
+	case c.out.errorsFull():
 		c.closeWith = &closeTooManyRefusals
-	case c.enqueue(outFrame{data: frame}):
-		c.nErrors++
+	case !c.out.pushError(outFrame{data: frame}):
+		c.tooSlow()
 	}
 	c.kick()
 }
@@ -221,7 +158,7 @@ func (c *conn) deferFlush() {
 func (c *conn) readerFlush() {
 	c.mu.Lock()
 	c.readerFlushes = false
-	run := !c.flushing && !c.stopped && (len(c.outbox) > 0 || c.closeWith != nil)
+	run := !c.flushing && !c.stopped && (c.out.len() > 0 || c.closeWith != nil)
 	if run {
 		c.flushing = true
 		c.flushers.Add(1)
@@ -242,11 +179,11 @@ func (c *conn) flush(inline bool) {
 	for batch := 0; ; batch++ {
 		c.mu.Lock()
 		if written != nil {
-			clear(written)
-			c.spare, written = written[:0], nil
+			c.out.recycle(written)
+			written = nil
 		}
-		frames, why := c.outbox, c.closeWith
-		if len(frames) == 0 && why == nil {
+		why := c.closeWith
+		if c.out.len() == 0 && why == nil {
 			c.flushing = false
 			c.mu.Unlock()
 			return
@@ -257,15 +194,9 @@ func (c *conn) flush(inline bool) {
 			c.mu.Unlock()
 			return
 		}
-		c.outbox, c.nStates, c.nErrors = nil, 0, 0
 		if why != nil {
-			for _, f := range frames {
-				c.unqueue(int64(len(f.data)))
-				f.done()
-			}
-		}
-		c.mu.Unlock()
-		if why != nil {
+			c.out.drop()
+			c.mu.Unlock()
 			if why == &closeTooManyRefusals {
 				c.countSlow()
 			}
@@ -273,6 +204,8 @@ func (c *conn) flush(inline bool) {
 			c.finish()
 			return
 		}
+		frames := c.out.take()
+		c.mu.Unlock()
 		for i, f := range frames {
 			typ := "error"
 			if f.state {
@@ -281,10 +214,10 @@ func (c *conn) flush(inline bool) {
 			ok := c.write(f.data, typ)
 			f.done()
 			c.mu.Lock()
-			c.unqueue(int64(len(f.data)))
+			c.out.unqueue(f)
 			if !ok {
 				for _, rest := range frames[i+1:] {
-					c.unqueue(int64(len(rest.data)))
+					c.out.unqueue(rest)
 					rest.done()
 				}
 			}
@@ -392,7 +325,7 @@ func (c *conn) finish() {
 	defer c.mu.Unlock()
 	c.stopped = true
 	c.flushing = false
-	c.dropOutbox()
+	c.out.drop()
 }
 
 // stop is the handler's teardown: no new flushers, then wait for the running one.
@@ -406,7 +339,7 @@ func (c *conn) stop() {
 	}
 	c.mu.Lock()
 	c.torn = true
-	c.dropOutbox() // what no flusher will write
+	c.out.drop() // what no flusher will write
 	c.mu.Unlock()
 }
 
@@ -444,15 +377,15 @@ func (c *conn) nextText() (*[]byte, error) {
 		}
 		c.deferFlush()
 		switch {
-		case !c.limit.frames.allow(time.Now()):
+		case !c.limit.frames.Allow(time.Now()):
 			c.metrics.frameIn("invalid")
-			if !c.limit.refusals.allow(time.Now()) {
+			if !c.limit.refusals.Allow(time.Now()) {
 				c.metrics.refused.WithLabelValues("rate_limit").Inc()
 				c.close(closeRateAbuse)
 				return nil, errRateAbuse
 			}
 			c.sendError(fmt.Errorf("%w: at most %g a second, %d at once; this one was not applied",
-				errTooManyFrames, c.limit.frames.perSecond, int(c.limit.frames.burst)))
+				errTooManyFrames, c.limit.frames.PerSecond(), c.limit.frames.Burst()))
 		case typ != websocket.MessageText:
 			c.metrics.frameIn("invalid")
 			c.sendError(badFrame("frames must be text messages holding JSON"))

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/toolcall-lab/lab/internal/sharedframe"
 	"github.com/toolcall-lab/lab/model"
 	"github.com/toolcall-lab/lab/model/jsjson"
 )
@@ -194,10 +195,10 @@ type stateEncoder struct {
 	call  encodedPart[callKey]
 	draft encodedPart[string]
 	tail  encodedPart[tailKey]
-	pool  *framePool
+	pool  *sharedframe.Pool
 	// last is the frame made or rewritten last, and lastQueue and
 	// lastReceipts how many bytes of queue and receipts it holds.
-	last                    *sharedFrame
+	last                    *sharedframe.Frame
 	lastQueue, lastReceipts int
 	// predictionsRequired is the session's class setting as of this
 	// frame; the drainer sets it before encoding.
@@ -209,7 +210,7 @@ const betweenLists = `],"receipts":[`
 
 // newStateEncoder returns the encoder of session's frames, which take
 // their buffers from pool.
-func newStateEncoder(session string, pool *framePool) stateEncoder {
+func newStateEncoder(session string, pool *sharedframe.Pool) stateEncoder {
 	prefix := jsjson.AppendString([]byte(`{"type":"state","session":`), session)
 	return stateEncoder{prefix: append(prefix, `,"queue":[`...), pool: pool}
 }
@@ -279,13 +280,13 @@ func (e *stateEncoder) size() int {
 
 // fresh returns a new frame of the state last encoded, with one reference,
 // the caller's. It copies the whole state.
-func (e *stateEncoder) fresh() *sharedFrame {
-	f := e.pool.get(e.size())
-	b := append(f.data, e.prefix...)
+func (e *stateEncoder) fresh() *sharedframe.Frame {
+	f := e.pool.Get(e.size())
+	b := append(f.Data, e.prefix...)
 	b = append(b, e.queue...)
 	b = append(b, betweenLists...)
 	b = append(b, e.receipts...)
-	f.data = append(b, e.rest...)
+	f.Data = append(b, e.rest...)
 	e.last, e.lastQueue, e.lastReceipts = f, len(e.queue), len(e.receipts)
 	return f
 }
@@ -295,21 +296,21 @@ func (e *stateEncoder) fresh() *sharedFrame {
 // made last, only its holder (the caller) holds it, and the state fits in
 // its buffer. A frame is retained only under the lock that guards handing
 // it out, and the caller holds that lock, so nobody takes f meanwhile.
-func (e *stateEncoder) rewrite(f *sharedFrame) bool {
-	if f == nil || f != e.last || f.refs.Load() != 1 || e.size() > cap(f.data) {
+func (e *stateEncoder) rewrite(f *sharedframe.Frame) bool {
+	if f == nil || f != e.last || f.Refs() != 1 || e.size() > cap(f.Data) {
 		return false
 	}
 	// A new message moves the receipts after it; else only new receipts
 	// and what follows them are written.
 	var b []byte
 	if e.lastQueue != len(e.queue) {
-		b = append(f.data[:len(e.prefix)+e.lastQueue], e.queue[e.lastQueue:]...)
+		b = append(f.Data[:len(e.prefix)+e.lastQueue], e.queue[e.lastQueue:]...)
 		b = append(b, betweenLists...)
 		b = append(b, e.receipts...)
 	} else {
-		b = append(f.data[:len(e.prefix)+e.lastQueue+len(betweenLists)+e.lastReceipts], e.receipts[e.lastReceipts:]...)
+		b = append(f.Data[:len(e.prefix)+e.lastQueue+len(betweenLists)+e.lastReceipts], e.receipts[e.lastReceipts:]...)
 	}
-	f.data = append(b, e.rest...)
+	f.Data = append(b, e.rest...)
 	e.lastQueue, e.lastReceipts = len(e.queue), len(e.receipts)
 	return true
 }
@@ -317,7 +318,7 @@ func (e *stateEncoder) rewrite(f *sharedFrame) bool {
 // frame encodes the state of l into a new frame, with one reference, the
 // caller's, and returns the view it presented: for a session not yet
 // shared with anyone.
-func (e *stateEncoder) frame(l *model.Lab) (*sharedFrame, model.LabView) {
+func (e *stateEncoder) frame(l *model.Lab) (*sharedframe.Frame, model.LabView) {
 	v := e.encode(l)
 	return e.fresh(), v
 }

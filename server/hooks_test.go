@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+
+	"github.com/toolcall-lab/lab/internal/limit"
 )
 
 // Sweep runs one janitor pass now, for tests.
@@ -35,7 +37,7 @@ func (s *Server) Routes() []string {
 // OutboxBytes is what every connection's outbox holds now, and the most it
 // has held, by the server's own accounting.
 func (s *Server) OutboxBytes() (now, peak int64) {
-	return s.outbox.used.Load(), s.outbox.peak.Load()
+	return s.outbox.Used(), s.outbox.Peak()
 }
 
 // StoredSessions counts the sessions counted against MaxSessions.
@@ -59,5 +61,5 @@ func newTestSession(t testing.TB) (*Server, *session) {
 // collector is a connection that keeps every frame it is sent in its
 // outbox, for a test to read, and starts no flusher.
 func collector(m *metrics) *conn {
-	return &conn{stopped: true, budget: 1 << 30, total: &outboxBudget{max: 1 << 30}, metrics: m}
+	return &conn{stopped: true, out: newOutbox(1<<30, limit.NewBudget(1<<30)), metrics: m}
 }

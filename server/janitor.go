@@ -53,7 +53,7 @@ func (j *janitor) stop() {
 // the client addresses that hold nothing.
 func (s *Server) sweep(ctx context.Context) error {
 	cutoff := s.cfg.Now().Add(-s.cfg.SessionTTL)
-	s.addrs.prune(time.Now())
+	s.addrs.Prune(time.Now())
 	var expired []*session
 	s.mu.Lock()
 	for id, sess := range s.sessions {

@@ -73,7 +73,7 @@ func (s *Server) joinCodeForm(c echo.Context) error {
 // closed class.
 func (s *Server) joinClass(c echo.Context) (store.Class, error) {
 	addr := c.RealIP()
-	if !s.addrs.allowJoin(addr) {
+	if !s.addrs.AllowJoin(addr) {
 		c.Response().Header().Set("Retry-After", "5")
 		return store.Class{}, s.answered(s.joinPage(c, http.StatusTooManyRequests, joinForm{Error: "Too many attempts from your network. Wait a few seconds and try again."}))
 	}
@@ -85,7 +85,7 @@ func (s *Server) joinClass(c echo.Context) (store.Class, error) {
 	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		s.addrs.joinMissed(addr) // guessing codes costs more
+		s.addrs.JoinMissed(addr) // guessing codes costs more
 		return store.Class{}, s.answered(s.joinPage(c, http.StatusNotFound, joinForm{Typed: cut(code, 20), Error: "No class has the code " + cut(code, 20) + ". Check the code on the screen and try again."}))
 	case err != nil:
 		s.log.Error("finding a class by code", "err", err)

@@ -3,12 +3,9 @@ package server
 import (
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"golang.org/x/time/rate"
-
+	"github.com/toolcall-lab/lab/internal/limit"
 	"github.com/toolcall-lab/lab/model"
 )
 
@@ -96,208 +93,32 @@ var errRateAbuse = errors.New("closed: kept sending over the frame rate limit")
 // quarter of the rate), so a burst of clicks gets error frames while a client
 // that keeps going over is closed (closeRateAbuse). Owned by the reader.
 type frameLimit struct {
-	frames, refusals tokenBucket
+	frames, refusals limit.Bucket
 }
 
 func newFrameLimit(perSecond float64, burst int) frameLimit {
-	return frameLimit{frames: newTokenBucket(perSecond, burst), refusals: newTokenBucket(perSecond/4, burst)}
+	return frameLimit{frames: limit.NewBucket(perSecond, burst), refusals: limit.NewBucket(perSecond/4, burst)}
 }
 
-// tokenBucket allows perSecond events a second in bursts of up to burst,
-// full at first: rate.Limiter's Allow for one goroutine. It is on every
-// frame's path, where rate.Limiter's lock and bookkeeping cost 1.4 % of the
-// server's CPU (BENCHMARKS.md, round 8); this takes one clock reading.
-type tokenBucket struct {
-	perSecond, burst float64
-	tokens           float64
-	last             time.Time // the last allow (zero at first: the bucket stays full)
-}
-
-func newTokenBucket(perSecond float64, burst int) tokenBucket {
-	return tokenBucket{perSecond: perSecond, burst: float64(burst), tokens: float64(burst)}
-}
-
-// allow takes a token at now, if there is one.
-func (b *tokenBucket) allow(now time.Time) bool {
-	b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.perSecond)
-	b.last = now
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
-}
-
-// outboxBudget is the bytes waiting in every connection's outbox together,
-// against Config.MaxOutboxBytes. Each conn also counts its own (conn.queued).
-// Safe for concurrent use.
-type outboxBudget struct {
-	max  int64
-	used atomic.Int64
-	peak atomic.Int64 // the most ever used, for tests and docs/limits.md
-}
-
-// take reserves n bytes, or says the budget cannot hold them.
-func (b *outboxBudget) take(n int64) bool {
-	for {
-		u := b.used.Load()
-		if u+n > b.max {
-			return false
-		}
-		if b.used.CompareAndSwap(u, u+n) {
-			for p := b.peak.Load(); u+n > p && !b.peak.CompareAndSwap(p, u+n); p = b.peak.Load() {
-			}
-			return true
-		}
-	}
-}
-
-func (b *outboxBudget) give(n int64) { b.used.Add(-n) }
-
-// addrTable keeps what each client address (Echo's RealIP, which
-// -trusted-proxies decides) holds and may still do: open WebSockets, the
-// sessions it created, and its allowances of new connections, of wrong
-// credentials and of join attempts.
-//
-// Ownership: mu guards m and every addrState in it. It is a leaf lock: taken
-// under Server.mu at times, never the other way round.
-type addrTable struct {
-	connRate  rate.Limit
-	connBurst int
-	authBurst int
-
-	mu sync.Mutex
-	m  map[string]*addrState
-}
-
-type addrState struct {
-	conns    int // open or opening WebSockets
-	sessions int // sessions it created that the server holds
-	newConns *rate.Limiter
-	authFail *rate.Limiter
-	joins    *rate.Limiter // join requests
-	misses   *rate.Limiter // join requests for a code that names no class
-}
-
-func newAddrTable(connRate float64, connBurst, authBurst int) *addrTable {
-	return &addrTable{connRate: rate.Limit(connRate), connBurst: connBurst, authBurst: authBurst, m: make(map[string]*addrState)}
-}
-
-// get returns addr's entry, creating it. Called with mu held.
-func (t *addrTable) get(addr string) *addrState {
-	a := t.m[addr]
-	if a == nil {
-		if len(t.m) >= maxAddrEntries {
-			t.pruneLocked(time.Now())
-		}
-		a = &addrState{
-			newConns: rate.NewLimiter(t.connRate, t.connBurst),
-			authFail: rate.NewLimiter(rate.Every(authFailureEvery), t.authBurst),
-			joins:    rate.NewLimiter(joinRate, joinBurst),
-			misses:   rate.NewLimiter(joinMissRate, joinMissBurst),
-		}
-		t.m[addr] = a
-	}
-	return a
-}
-
-// prune forgets the addresses that hold nothing and whose allowances are
-// full again: remembering them would change nothing.
-func (t *addrTable) prune(now time.Time) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.pruneLocked(now)
-}
-
-func (t *addrTable) pruneLocked(now time.Time) {
-	for k, a := range t.m {
-		if a.conns == 0 && a.sessions == 0 &&
-			a.newConns.TokensAt(now) >= float64(t.connBurst) && a.authFail.TokensAt(now) >= float64(t.authBurst) &&
-			a.joins.TokensAt(now) >= joinBurst && a.misses.TokensAt(now) >= joinMissBurst {
-			delete(t.m, k)
-		}
-	}
-}
-
-// enter counts one more WebSocket (open, opening or being refused) of addr,
-// unless it has max already: then it is refused before the upgrade, as
-// cheaply as can be. leave undoes it.
-func (t *addrTable) enter(addr string, max int) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	a := t.get(addr)
-	if a.conns >= max {
-		return false
-	}
-	a.conns++
-	return true
-}
-
-func (t *addrTable) leave(addr string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.get(addr).conns--
+// newAddrTable returns the table of client addresses with cfg's
+// allowances and the fixed ones above.
+func newAddrTable(cfg *Config) *limit.AddrTable {
+	return limit.NewAddrTable(limit.AddrConfig{
+		ConnRate: cfg.AddrConnRate, ConnBurst: cfg.MaxAddrConns,
+		AuthEvery: authFailureEvery, AuthBurst: cfg.AuthFailureBurst,
+		JoinRate: joinRate, JoinBurst: joinBurst,
+		MissRate: joinMissRate, MissBurst: joinMissBurst,
+		MaxEntries: maxAddrEntries,
+	})
 }
 
 // allowNew spends one of addr's allowance of new connections, or says it
 // has opened too many lately.
-func (t *addrTable) allowNew(addr string) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !t.get(addr).newConns.Allow() {
+func (s *Server) allowNew(addr string) error {
+	if !s.addrs.AllowNew(addr) {
 		return fmt.Errorf("%w (too many new ones lately); try again in a few seconds", errAddrFull)
 	}
 	return nil
-}
-
-// addSession counts a session created by addr, unless addr holds max.
-func (t *addrTable) addSession(addr string, max int) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	a := t.get(addr)
-	if a.sessions >= max {
-		return fmt.Errorf("%w: %d sessions were started from your network (the most the lab keeps for one address)", errTooManySessions, max)
-	}
-	a.sessions++
-	return nil
-}
-
-func (t *addrTable) dropSession(addr string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.get(addr).sessions--
-}
-
-// allowJoin spends one of addr's join attempts, and says whether it had
-// one and has not used up its allowance of misses either.
-func (t *addrTable) allowJoin(addr string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	a := t.get(addr)
-	return a.joins.Allow() && a.misses.Tokens() >= 1
-}
-
-// joinMissed spends one of addr's allowance of join requests for a code
-// that names no class.
-func (t *addrTable) joinMissed(addr string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.get(addr).misses.Allow()
-}
-
-// authAllowed says whether addr may present credentials now: it has not
-// used up its allowance of wrong ones.
-func (t *addrTable) authAllowed(addr string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.get(addr).authFail.Tokens() >= 1
-}
-
-// authFailed spends one of addr's allowance of wrong credentials.
-func (t *addrTable) authFailed(addr string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.get(addr).authFail.Allow()
 }
 
 // admit reserves a place for one more connection to session id once its
@@ -351,10 +172,8 @@ func (s *Server) reserve(sess *session, addr string) error {
 	if s.stored >= s.cfg.MaxSessions {
 		return fmt.Errorf("%w: it holds %d sessions", errTooManySessions, s.cfg.MaxSessions)
 	}
-	if addr != "" {
-		if err := s.addrs.addSession(addr, s.cfg.MaxAddrSessions); err != nil {
-			return err
-		}
+	if addr != "" && !s.addrs.AddSession(addr, s.cfg.MaxAddrSessions) {
+		return fmt.Errorf("%w: %d sessions were started from your network (the most the lab keeps for one address)", errTooManySessions, s.cfg.MaxAddrSessions)
 	}
 	sess.stored, sess.creator = true, addr
 	s.stored++
@@ -374,7 +193,7 @@ func (s *Server) uncount(sess *session) {
 		return
 	}
 	if sess.creator != "" {
-		s.addrs.dropSession(sess.creator)
+		s.addrs.DropSession(sess.creator)
 	}
 	sess.stored, sess.creator = false, ""
 	s.stored--

@@ -32,7 +32,7 @@ func TestOverviewStopWaitsForFlush(t *testing.T) {
 	o.stop()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.outbox) != 2 {
-		t.Fatalf("%d frames when stop returned, want 2 (subscribe's and the running flush's)", len(c.outbox))
+	if len(c.out.frames) != 2 {
+		t.Fatalf("%d frames when stop returned, want 2 (subscribe's and the running flush's)", len(c.out.frames))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/toolcall-lab/lab/internal/sharedframe"
 	"github.com/toolcall-lab/lab/model"
 	"github.com/toolcall-lab/lab/store"
 )
@@ -31,7 +32,7 @@ func (s *Server) load(ctx context.Context) ([]*session, error) {
 }
 
 // restoreSession rebuilds a stored session by replaying its records.
-func restoreSession(info store.Session, recs []store.Record, cfg *Config, m *metrics, frames *framePool, changed func()) (*session, error) {
+func restoreSession(info store.Session, recs []store.Record, cfg *Config, m *metrics, frames *sharedframe.Pool, changed func()) (*session, error) {
 	s := newSession(info.ID, cfg, m, frames, changed)
 	s.lastActive = info.LastActive
 	if !info.Created.IsZero() {
@@ -53,7 +54,7 @@ func restoreSession(info store.Session, recs []store.Record, cfg *Config, m *met
 	}
 	frame, v := s.enc.frame(s.lab)
 	s.clock.receipts(v.Receipts)
-	s.frame.release() // newSession's, seen by no one: the session is not shared yet
+	s.frame.Release() // newSession's, seen by no one: the session is not shared yet
 	s.frame = frame
 	s.row = newRow(s.id, v, s.lastOwn)
 	s.row.progress = s.clock.progress(v)

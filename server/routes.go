@@ -1,11 +1,10 @@
 package server
 
 import (
-	"log/slog"
-
 	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
+	echomw "github.com/labstack/echo/v4/middleware"
 
+	"github.com/toolcall-lab/lab/internal/middleware"
 	"github.com/toolcall-lab/lab/static"
 )
 
@@ -28,7 +27,7 @@ func (s *Server) routes() *echo.Echo {
 		e.IPExtractor = echo.ExtractIPFromXFFHeader(opts...)
 	}
 	// No Gzip or Timeout middleware: they break WebSocket upgrades.
-	e.Use(middleware.Recover(), s.requestLog(), securityHeaders)
+	e.Use(echomw.Recover(), middleware.RequestLog(s.log), middleware.SecurityHeaders)
 
 	// Students (student.go; docs/protocol.md).
 	e.GET("/", s.newSession)
@@ -80,32 +79,4 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/api/export.csv", s.exportCSV, s.requireInstructor, serverWide)
 	e.GET("/api/grades.csv", s.exportGrades, s.requireInstructor, serverWide) // grades.go
 	return e
-}
-
-// requestLog writes one line per HTTP request: never bodies, query strings
-// or headers, which may carry tokens.
-func (s *Server) requestLog() echo.MiddlewareFunc {
-	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
-		LogMethod: true, LogURIPath: true, LogStatus: true, LogLatency: true, LogRemoteIP: true,
-		HandleError: true,
-		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
-			s.log.LogAttrs(c.Request().Context(), slog.LevelInfo, "http request",
-				slog.String("method", v.Method), slog.String("path", v.URIPath),
-				slog.Int("status", v.Status), slog.Duration("latency", v.Latency),
-				slog.String("remote", v.RemoteIP))
-			return nil
-		},
-	})
-}
-
-// securityHeaders forbids inline script and framing; the pages need nothing else.
-func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		h := c.Response().Header()
-		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "no-referrer")
-		h.Set("X-Frame-Options", "DENY")
-		return next(c)
-	}
 }

@@ -20,6 +20,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolcall-lab/lab/internal/limit"
+	"github.com/toolcall-lab/lab/internal/sharedframe"
 	"github.com/toolcall-lab/lab/model"
 	"github.com/toolcall-lab/lab/static"
 	"github.com/toolcall-lab/lab/store"
@@ -46,13 +48,13 @@ type Server struct {
 	metrics                   *metrics
 	auth                      *instructorAuth
 	// addrs is what each client address holds and may still do (limits.go).
-	addrs *addrTable
+	addrs *limit.AddrTable
 	// outbox counts the bytes waiting in every connection's outbox.
-	outbox *outboxBudget
+	outbox *limit.Budget
 	// readBufs lends every connection's reader its frame buffers.
 	readBufs *readBuffers
-	// frames recycles every session's state frames (sharedframe.go).
-	frames *framePool
+	// frames recycles every session's state frames (internal/sharedframe).
+	frames *sharedframe.Pool
 	// overview sends the class table to instructors; it has its own lock.
 	overview *overview
 	// projectorHTML is a class's projector page; joinTmpl the join pages.
@@ -115,10 +117,10 @@ func New(cfg Config) (*Server, error) {
 		joinTmpl:       joinTmpl,
 		classOf:        make(map[string]string),
 		auth:           newInstructorAuth(cfg.InstructorToken),
-		addrs:          newAddrTable(cfg.AddrConnRate, cfg.MaxAddrConns, cfg.AuthFailureBurst),
-		outbox:         &outboxBudget{max: cfg.MaxOutboxBytes},
+		addrs:          newAddrTable(&cfg),
+		outbox:         limit.NewBudget(cfg.MaxOutboxBytes),
 		readBufs:       &readBuffers{},
-		frames:         &framePool{},
+		frames:         &sharedframe.Pool{},
 		sessions:       make(map[string]*session),
 		conns:          make(map[*conn]struct{}),
 	}
@@ -408,5 +410,5 @@ func (s *Server) detach(c *conn) {
 // newConn wraps an accepted WebSocket.
 func (s *Server) newConn(ws *websocket.Conn, role model.Actor, log *slog.Logger) *conn {
 	return &conn{ws: ws, role: role, log: log, metrics: s.metrics, writeTimeout: s.cfg.WriteTimeout, born: time.Now(),
-		limit: newFrameLimit(s.cfg.FrameRate, s.cfg.FrameBurst), budget: s.cfg.MaxConnOutboxBytes, total: s.outbox, bufs: s.readBufs}
+		limit: newFrameLimit(s.cfg.FrameRate, s.cfg.FrameBurst), out: newOutbox(s.cfg.MaxConnOutboxBytes, s.outbox), bufs: s.readBufs}
 }

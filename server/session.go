@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toolcall-lab/lab/internal/sharedframe"
 	"github.com/toolcall-lab/lab/model"
 	"github.com/toolcall-lab/lab/store"
 )
@@ -53,7 +54,7 @@ type session struct {
 	heard    uint64             // the highest seq another replica told of; the drainer catches up to it
 	conns    []*conn            // the student tabs (every change ranges over them: a slice, not a map)
 	watchers map[*conn]struct{} // instructor connections watching this session
-	frame    *sharedFrame       // the encoded state as of the last change; the session holds a reference
+	frame    *sharedframe.Frame // the encoded state as of the last change; the session holds a reference
 	row      sessionRow         // the overview's row, as of the last change
 
 	lastActive time.Time // the last change: connections do not extend a session's life
@@ -123,7 +124,7 @@ type outcome struct {
 	timeline  []timelineEntry // for a readTimeline pending
 }
 
-func newSession(id string, cfg *Config, m *metrics, frames *framePool, changed func()) *session {
+func newSession(id string, cfg *Config, m *metrics, frames *sharedframe.Pool, changed func()) *session {
 	now := cfg.Now()
 	s := &session{
 		id: id, limits: cfg.Limits, metrics: m, store: cfg.Store, shared: isListener(cfg.Store), now: cfg.Now, changed: changed,
@@ -501,7 +502,7 @@ func (s *session) publish(ev model.Event, notice string, now time.Time) {
 	}
 	s.mu.Unlock()
 	if old != nil {
-		old.release()
+		old.Release()
 	}
 	s.changed()
 }
@@ -530,7 +531,7 @@ func (s *session) republish() {
 	}
 	s.mu.Unlock()
 	if old != nil {
-		old.release()
+		old.Release()
 	}
 }
 
@@ -541,7 +542,7 @@ func (s *session) republish() {
 // drainer changes s.frame. Called by the drainer with mu held, and returns
 // with it held; the frame replaced, if any, is returned for the caller to
 // release once mu is, nil if it was rewritten.
-func (s *session) nextFrame() (old *sharedFrame) {
+func (s *session) nextFrame() (old *sharedframe.Frame) {
 	if s.enc.rewrite(s.frame) {
 		return nil
 	}
@@ -594,7 +595,7 @@ func (s *session) refuse(p pending, err error) {
 func (s *session) snapshot() []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.Clone(s.frame.data)
+	return slices.Clone(s.frame.Data)
 }
 
 // overviewRow returns the session's row of the class overview, with its

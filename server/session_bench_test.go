@@ -45,7 +45,7 @@ func BenchmarkSessionChange(b *testing.B) {
 		if i%100 == 0 {
 			if c != nil {
 				c.mu.Lock()
-				c.dropOutbox()
+				c.out.drop()
 				c.mu.Unlock()
 				sess.unsubscribe(c)
 			}
@@ -59,7 +59,7 @@ func BenchmarkSessionChange(b *testing.B) {
 		}
 		sess.submit(pending{cmd: cmd, from: c})
 		c.mu.Lock()
-		c.dropOutbox()
+		c.out.drop()
 		c.mu.Unlock()
 	}
 }

@@ -66,7 +66,7 @@ func (s *Server) studentSocket(c echo.Context) error {
 		return requestErrorf(http.StatusServiceUnavailable, "the lab server is shutting down; try again in a moment")
 	}
 	addr := c.RealIP()
-	if !s.addrs.enter(addr, s.cfg.MaxAddrConns) {
+	if !s.addrs.Enter(addr, s.cfg.MaxAddrConns) {
 		s.metrics.connectRefused.WithLabelValues("address").Inc()
 		c.Response().Header().Set("Retry-After", "10")
 		return requestErrorf(http.StatusTooManyRequests, "%v (%d open, the most the lab takes from one address)", errAddrFull, s.cfg.MaxAddrConns)
@@ -76,10 +76,10 @@ func (s *Server) studentSocket(c echo.Context) error {
 	handedOver := false
 	defer func() {
 		if !handedOver {
-			s.addrs.leave(addr)
+			s.addrs.Leave(addr)
 		}
 	}()
-	refused := s.addrs.allowNew(addr)
+	refused := s.allowNew(addr)
 	ws, err := s.accept(c)
 	if err != nil {
 		return nil // Accept has written the response
@@ -120,7 +120,7 @@ func (s *Server) studentSocket(c echo.Context) error {
 	// (it holds this handler's hold), so Shutdown waits for it.
 	handedOver = true
 	go func() {
-		defer s.addrs.leave(addr)
+		defer s.addrs.Leave(addr)
 		defer s.handlers.Done()
 		defer s.release(sess)
 		s.serveStudent(ws, sess, addr)

@@ -13,7 +13,7 @@ func TestWatchWithdrawnBeforeItsTurn(t *testing.T) {
 	queued := func() int {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return len(c.outbox)
+		return len(c.out.frames)
 	}
 	watchers := func() int {
 		sess.mu.Lock()

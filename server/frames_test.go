@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/toolcall-lab/lab/internal/sharedframe"
 	"github.com/toolcall-lab/lab/model"
 )
 
@@ -27,10 +28,10 @@ func TestSharedFramesOutliveNewerOnes(t *testing.T) {
 	}
 	slow.mu.Lock()
 	defer slow.mu.Unlock()
-	if len(slow.outbox) != changes+1 {
-		t.Fatalf("%d frames queued, want %d", len(slow.outbox), changes+1)
+	if len(slow.out.frames) != changes+1 {
+		t.Fatalf("%d frames queued, want %d", len(slow.out.frames), changes+1)
 	}
-	for i, f := range slow.outbox {
+	for i, f := range slow.out.frames {
 		var st struct {
 			Seq   int `json:"seq"`
 			Queue []struct {
@@ -43,35 +44,10 @@ func TestSharedFramesOutliveNewerOnes(t *testing.T) {
 		if st.Seq != i || len(st.Queue) != i || i > 0 && st.Queue[i-1].Label != fmt.Sprintf("reply %d", i) {
 			t.Fatalf("frame %d holds seq %d with %d held messages: %q", i, st.Seq, len(st.Queue), f.data)
 		}
-		if got := f.shared.refs.Load(); got < 1 {
+		if got := f.shared.Refs(); got < 1 {
 			t.Fatalf("frame %d has %d references while queued", i, got)
 		}
 	}
-}
-
-// TestFramePool: a buffer comes back with room for what was asked, and a
-// frame released more often than retained is a bug that stops the server
-// rather than corrupt someone's frame.
-func TestFramePool(t *testing.T) {
-	t.Parallel()
-	var p framePool
-	for _, n := range []int{0, 1, 1024, 1025, 9000, 1 << 20, 1<<20 + 1} {
-		f := p.get(n)
-		if cap(f.data) < n || len(f.data) != 0 || f.refs.Load() != 1 {
-			t.Fatalf("get(%d): len %d cap %d refs %d", n, len(f.data), cap(f.data), f.refs.Load())
-		}
-		f.retain()
-		f.release()
-		f.release()
-	}
-	defer func() {
-		if recover() == nil {
-			t.Fatal("a second release did not panic")
-		}
-	}()
-	f := p.get(10)
-	f.release()
-	f.release()
 }
 
 // TestRewrittenFramesAreWholeStates: once its tab has written a frame, the
@@ -88,20 +64,20 @@ func TestRewrittenFramesAreWholeStates(t *testing.T) {
 	sess.subscribe(tab)
 	// sent takes the one frame the last change sent the tab, and checks it
 	// against the session's state encoded by a new encoder.
-	sent := func(step string) *sharedFrame {
+	sent := func(step string) *sharedframe.Frame {
 		t.Helper()
 		tab.mu.Lock()
 		defer tab.mu.Unlock()
-		if len(tab.outbox) != 1 {
-			t.Fatalf("%s: %d frames sent, want 1", step, len(tab.outbox))
+		if len(tab.out.frames) != 1 {
+			t.Fatalf("%s: %d frames sent, want 1", step, len(tab.out.frames))
 		}
-		f := tab.outbox[0].shared
-		tab.outbox, tab.nStates, tab.queued = nil, 0, 0
-		e := newStateEncoder(sess.id, &framePool{})
+		f := tab.out.frames[0].shared
+		tab.out.frames, tab.out.nStates, tab.out.queued = nil, 0, 0
+		e := newStateEncoder(sess.id, &sharedframe.Pool{})
 		e.predictionsRequired = sess.requirePredictions.Load()
 		want, _ := e.frame(sess.lab)
-		if string(f.data) != string(want.data) {
-			t.Fatalf("%s: sent\n%s\nwant\n%s", step, f.data, want.data)
+		if string(f.Data) != string(want.Data) {
+			t.Fatalf("%s: sent\n%s\nwant\n%s", step, f.Data, want.Data)
 		}
 		return f
 	}
@@ -119,7 +95,7 @@ func TestRewrittenFramesAreWholeStates(t *testing.T) {
 	}
 
 	first := sent("the first state")
-	first.release()
+	first.Release()
 	rewritten, grown := 0, 0
 	steps := []struct {
 		name string
@@ -138,7 +114,7 @@ func TestRewrittenFramesAreWholeStates(t *testing.T) {
 	for _, st := range steps {
 		do(st.cmd)
 		f := sent(st.name)
-		switch fits := len(f.data) <= cap(last.data); {
+		switch fits := len(f.Data) <= cap(last.Data); {
 		case f == last:
 			rewritten++
 		case fits:
@@ -147,7 +123,7 @@ func TestRewrittenFramesAreWholeStates(t *testing.T) {
 			grown++ // a new frame from the next bucket
 		}
 		last = f
-		f.release()
+		f.Release()
 	}
 	if rewritten == 0 || rewritten+grown != len(steps) {
 		t.Errorf("of %d states, %d were written over the frame before and %d outgrew it", len(steps), rewritten, grown)
@@ -156,14 +132,14 @@ func TestRewrittenFramesAreWholeStates(t *testing.T) {
 	// A frame the tab holds is not written over.
 	do(reply("run-2"))
 	held := sent("a reply queued while the tab holds the frame before")
-	kept := string(held.data)
+	kept := string(held.Data)
 	do(model.Command{Kind: model.Deliver, Message: 4})
 	next := sent("a delivery while the tab holds the frame before")
-	if next == held || string(held.data) != kept {
-		t.Fatalf("the held frame was written over:\n%s\nwas\n%s", held.data, kept)
+	if next == held || string(held.Data) != kept {
+		t.Fatalf("the held frame was written over:\n%s\nwas\n%s", held.Data, kept)
 	}
-	held.release()
-	next.release()
+	held.Release()
+	next.Release()
 
 	// A setting changes only what follows the lists. Nobody else drains
 	// the session, so the refresh is applied before the call returns.

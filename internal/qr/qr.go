@@ -1,4 +1,5 @@
-package server
+// Package qr draws QR codes as PNG images.
+package qr
 
 import (
 	"bytes"
@@ -18,10 +19,10 @@ const qrModulePixels = 8
 // qrQuiet is the white margin, in modules, that readers need around a code.
 const qrQuiet = 4
 
-// qrPNG encodes text as a black-on-white QR code in PNG. The library builds
+// PNG encodes text as a black-on-white QR code in PNG. The library builds
 // the matrix; the image is drawn here with the standard library, so no
 // drawing library comes along.
-func qrPNG(text string) ([]byte, error) {
+func PNG(text string) ([]byte, error) {
 	code, err := qrcode.NewWith(text, qrcode.WithErrorCorrectionLevel(qrcode.ErrorCorrectionMedium))
 	if err != nil {
 		return nil, fmt.Errorf("encoding %q as a QR code: %w", text, err)

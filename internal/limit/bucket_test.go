@@ -1,4 +1,4 @@
-package server
+package limit
 
 import (
 	"math/rand/v2"
@@ -8,10 +8,10 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// TestTokenBucket: the frame limit's bucket allows what rate.Limiter's
+// TestBucket: the bucket allows what rate.Limiter's
 // Allow allows, event for event, at bursts, at a steady rate and after
 // idling.
-func TestTokenBucket(t *testing.T) {
+func TestBucket(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		perSecond float64
@@ -24,7 +24,7 @@ func TestTokenBucket(t *testing.T) {
 		{1e6, 1e6, func(r *rand.Rand) time.Duration { return time.Duration(r.IntN(2000)) }},
 	} {
 		r := rand.New(rand.NewPCG(1, uint64(tc.burst)))
-		b := newTokenBucket(tc.perSecond, tc.burst)
+		b := NewBucket(tc.perSecond, tc.burst)
 		want := rate.NewLimiter(rate.Limit(tc.perSecond), tc.burst)
 		now := time.Now()
 		allowed := 0
@@ -33,7 +33,7 @@ func TestTokenBucket(t *testing.T) {
 				now = now.Add(time.Minute) // idle: the bucket refills to its burst
 			}
 			now = now.Add(tc.gaps(r))
-			got := b.allow(now)
+			got := b.Allow(now)
 			if w := want.AllowN(now, 1); got != w {
 				t.Fatalf("%g/s burst %d, event %d: allow = %v, rate.Limiter says %v", tc.perSecond, tc.burst, i, got, w)
 			}

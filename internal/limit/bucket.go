@@ -1,0 +1,40 @@
+// Package limit holds the lab's counting mechanisms, each on its own: a
+// token bucket for one goroutine (Bucket), a byte budget shared by many
+// (Budget) and a table of what each client address holds and may still do
+// (AddrTable). The bounds they count against are the server's
+// (server/limits.go).
+package limit
+
+import "time"
+
+// Bucket allows perSecond events a second in bursts of up to burst,
+// full at first: rate.Limiter's Allow for one goroutine. It is on every
+// frame's path, where rate.Limiter's lock and bookkeeping cost 1.4 % of the
+// server's CPU (BENCHMARKS.md, round 8); this takes one clock reading.
+type Bucket struct {
+	perSecond, burst float64
+	tokens           float64
+	last             time.Time // the last allow (zero at first: the bucket stays full)
+}
+
+// NewBucket returns a full bucket.
+func NewBucket(perSecond float64, burst int) Bucket {
+	return Bucket{perSecond: perSecond, burst: float64(burst), tokens: float64(burst)}
+}
+
+// Allow takes a token at now, if there is one.
+func (b *Bucket) Allow(now time.Time) bool {
+	b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.perSecond)
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}
+
+// PerSecond is the rate the bucket refills at.
+func (b *Bucket) PerSecond() float64 { return b.perSecond }
+
+// Burst is the most tokens the bucket holds.
+func (b *Bucket) Burst() int { return int(b.burst) }
