@@ -270,8 +270,7 @@ const writeTimedOut = -1
 // running write began writeTimeout ago or more, waits out the rest of the
 // timeout if one began since, and else stays unarmed until the next write.
 // So a busy connection resets its timer once per timeout, not once per
-// frame: Timer.Reset per frame woke the runtime's poller for every frame
-// (BENCHMARKS.md, round 4).
+// frame: Timer.Reset per frame wakes the runtime's poller for every frame.
 func (c *conn) watchWrite() {
 	c.watchArmed.Store(false) // before the load: a write that begins after it arms the timer again
 	start := c.writeStart.Load()
@@ -470,8 +469,7 @@ func (s *Server) accept(c echo.Context) (*websocket.Conn, error) {
 // writeBufferSize holds a state frame with its header through a long
 // session: labbench's sessions end at 100 changes with 14 KiB frames, which
 // took two write calls each with 12 KiB. Only the pages a connection's
-// frames reach are resident, so an idle one costs no more (idle RSS per
-// connection stayed at 23 KiB: BENCHMARKS.md, round 4).
+// frames reach are resident, so an idle one costs no more.
 const writeBufferSize = 16 << 10
 
 // biggerWrites is Echo's response, whose Hijack hands over a bigger write

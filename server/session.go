@@ -217,8 +217,8 @@ func (s *session) sendTimeline(p pending) {
 }
 
 // recentChanges reads the session's last maxTimeline changes from the log.
-// The log is the truth: keeping a timeline in memory as well cost every
-// change about 2 % of the memory lab's CPU (BENCHMARKS.md, round 10).
+// The log is the truth: keeping a timeline in memory as well would cost
+// every change CPU and every session memory for what few ever read.
 // Called by the drainer, whose lab is at the seq its last frame shows.
 func (s *session) recentChanges() ([]timelineEntry, error) {
 	seq := s.lab.Seq()

@@ -201,7 +201,7 @@ func (c *loopClient) close() {
 // scenarios (rtt, throughput). Measured one after another for seconds
 // each, the servers saw different background load (this machine is
 // shared), and the ratio of a lab's CPU per op to the baseline's swung by
-// ±0.1 from rep to rep (BENCHMARKS.md, round 8); in short turns they
+// ±0.1 from rep to rep (BENCHMARKS.md); in short turns they
 // share it.
 const turnsPerServer = 6
 

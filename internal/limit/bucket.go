@@ -10,7 +10,7 @@ import "time"
 // Bucket allows perSecond events a second in bursts of up to burst,
 // full at first: rate.Limiter's Allow for one goroutine. It is on every
 // frame's path, where rate.Limiter's lock and bookkeeping cost 1.4 % of the
-// server's CPU (BENCHMARKS.md, round 8); this takes one clock reading.
+// server's CPU; this takes one clock reading.
 type Bucket struct {
 	perSecond, burst float64
 	tokens           float64

@@ -90,8 +90,8 @@ var migrations = [][]string{
 	// 7: a move writes each session's events as one row, a chunk: the
 	// events framed as the journal frames them (journal.go), first and
 	// last their seqs, last_time the last one's time. With a row per
-	// event a durable append cost 7 µs of CPU, most of it SQLite's
-	// B-tree; with chunks 2.6 (BENCHMARKS.md, round 5). Open takes what older builds left in
+	// event a durable append spends most of its CPU in SQLite's
+	// B-tree. Open takes what older builds left in
 	// events and recent into chunks (convertOlder); both stay, empty.
 	7: {
 		`CREATE TABLE chunks (
@@ -142,7 +142,7 @@ type Options struct {
 // An append is a record written to the journal, one write(2) for a whole
 // group commit: once written it survives kill -9, which is what SQLite's
 // own log gives a commit at synchronous=NORMAL, for a quarter to a
-// twentieth of its CPU (BENCHMARKS.md, "What round 3 changed"). The rows
+// twentieth of its CPU (BENCHMARKS.md). The rows
 // stay in memory (pending) until a move takes them all into the chunks
 // table in one transaction and empties the journal: when appends pause for
 // a second, when they pass journalMoveRows or journalMoveBytes, and before
@@ -287,9 +287,8 @@ func Open(path string, opt Options) (*Store, error) {
 	// journal_size_limit: a log that restarts is cut back to WALLimit.
 	// temp_store(MEMORY): a statement that keeps a statement journal of
 	// the pages it changes keeps it in memory, not in a temporary file
-	// (4.2 pwrite calls an append with 50 appenders, 0.5 without:
-	// BENCHMARKS.md, round 3); the moves' INSERTs keep none since round 4
-	// (insertEventSQL).
+	// (a pwrite saved per append under load); the moves' INSERTs keep
+	// none (insertEventSQL).
 	for _, p := range []string{"journal_mode(WAL)", synchronous, "wal_autocheckpoint(0)", "temp_store(MEMORY)", fmt.Sprintf("busy_timeout(%d)", opt.BusyTimeout.Milliseconds()),
 		fmt.Sprintf("journal_size_limit(%d)", opt.WALLimit)} {
 		q.Add("_pragma", p)
