@@ -38,7 +38,7 @@ const exerciseJS = `(() => {
 		current: current ? Number(current.dataset.step) : 0,
 		finished: !document.getElementById("exercise-finished").hidden,
 		hint: current && !current.querySelector(".hint").hidden ? current.querySelector(".hint").textContent : "",
-		summary: document.querySelector("#exercise summary").textContent,
+		summary: document.getElementById("exercise-summary").textContent,
 		predictions: document.getElementById("prediction-accuracy").textContent,
 		// Receipts are shown newest first; read them in arrival order.
 		whys: [...document.querySelectorAll("#receipts > li .why")].map((e) => e.textContent).reverse(),
