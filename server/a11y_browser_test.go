@@ -95,3 +95,57 @@ func TestBrowserAccessibilityEveryPage(t *testing.T) {
 	p.do("the projector", chromedp.Navigate(ts.URL+"/instructor/classes/"+cl.ID+"/projector"), chromedp.Click(chromedp.ID("toggle-names")))
 	widths(p, "projector with names", `document.querySelectorAll("#names > li").length === 5`, 360, 1280, 1920)
 }
+
+// TestBrowserClassWideInjectionAndProjectorNames: watching a student makes
+// Inject target them; a class-wide injection asks first, with the count of
+// sessions, and Cancel sends nothing; the projector warns of a loopback
+// join address and fits thirty names on a 1080 px screen.
+func TestBrowserClassWideInjectionAndProjectorNames(t *testing.T) {
+	lab := startServer(t, server.Config{InstructorToken: testToken})
+	ts := httptest.NewServer(lab.Handler())
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { stopLab(t, lab) })
+	cl := createClass(t, ts, "Thirty")
+	var first string
+	for i := range 30 {
+		id := joinedSession(t, ts, fmt.Sprintf("127.0.1.%d", i+2), cl.Code, fmt.Sprintf("Student number %02d", i+1))
+		if i == 0 {
+			first = id
+		}
+	}
+	p := newBrowser(t)
+	loginTab(p, ts.URL)
+	p.do("the class console", chromedp.EmulateViewport(1280, 800), chromedp.Navigate(ts.URL+"/instructor/classes/"+cl.ID))
+	waitJS(p, "thirty rows", `document.querySelectorAll("#overview-body > tr").length === 30`)
+	p.do("watch the first", chromedp.Click(chromedp.CSS(`#overview-body button.watch[data-session="`+first+`"]`)))
+	if got := evalJS[string](p, `document.getElementById("target").value`); got != "watched" {
+		t.Errorf("after watching, Into is %q", got)
+	}
+
+	p.do("a class-wide deadline", chromedp.SetValue(chromedp.ID("target"), "all"), chromedp.SetValue(chromedp.ID("injection"), "deadline"), chromedp.Click(chromedp.ID("inject")))
+	waitJS(p, "the question", `document.getElementById("inject-confirm").open`)
+	if got := evalJS[string](p, `document.getElementById("inject-confirm-yes").textContent`); got != "Inject into 30 sessions" {
+		t.Errorf("the confirmation says %q", got)
+	}
+	p.do("cancel", chromedp.Click(chromedp.ID("inject-confirm-no")))
+	waitJS(p, "not injected", `document.getElementById("inject-summary").textContent === "Not injected."`)
+	if row := apiRow(t, ts.URL, first); row.Held != 0 {
+		t.Fatalf("a cancelled injection held %d messages", row.Held)
+	}
+	p.do("inject and confirm", chromedp.Click(chromedp.ID("inject")), chromedp.Click(chromedp.ID("inject-confirm-yes")))
+	waitJS(p, "applied in thirty", `document.getElementById("inject-summary").textContent.startsWith("Applied in 30 of 30")`)
+
+	p.do("the projector at 1920 × 1080", chromedp.EmulateViewport(1920, 1080), chromedp.Navigate(ts.URL+"/instructor/classes/"+cl.ID+"/projector"))
+	waitJS(p, "thirty joined", `document.getElementById("count").textContent === "30"`)
+	if !evalJS[bool](p, `!document.getElementById("loopback").hidden`) {
+		t.Error("a loopback join address is shown without a warning")
+	}
+	p.do("show names", chromedp.Click(chromedp.ID("toggle-names")))
+	waitJS(p, "thirty names", `document.querySelectorAll("#names > li").length === 30`)
+	if h := evalJS[int](p, `Math.ceil(document.getElementById("names").lastElementChild.getBoundingClientRect().bottom + scrollY)`); h > 1080 {
+		t.Errorf("the last of thirty names ends at %d px, below a 1080 px screen", h)
+	}
+	if h := evalJS[int](p, `document.scrollingElement.scrollHeight`); h > 1080 {
+		t.Errorf("the projector with thirty names is %d px tall", h)
+	}
+}
