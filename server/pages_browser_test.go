@@ -299,7 +299,7 @@ func TestBrowserInstructorActionsAnnounced(t *testing.T) {
 	teacher.openConsole(base, id)
 	teacher.inject("hold a wrong callId", chromedp.Click(chromedp.CSS(`#overview-body button.watch[data-session="`+id+`"]`)), "watched", "wrongCallId", "mode-hold")
 	v := student.waitView("the note about the held message", func(v pageView) bool {
-		return v.Note == "Your instructor added message I1 (a reply) to your waiting messages."
+		return v.Note == "Your instructor added message I1 (a completion for another callId, run-1/search) to your waiting messages."
 	})
 	if !v.Queue[1].Instructor || v.Queue[1].Delivered {
 		t.Errorf("the instructor's message: %s", v)
