@@ -20,7 +20,7 @@ import (
 //
 //  1. Hold a reply: the student queues a well-formed completion for the
 //     current call while it is Pending. (Its output need not differ from the
-//     draft: the text only helps the student tell replies apart.)
+//     default reply: the text only helps the student tell replies apart.)
 //  2. Complete a new run: a student delivery moves the call from Pending to
 //     Completed in a run after the first (a run was started).
 //  3. A stale reply: the student delivers a well-formed completion whose
@@ -66,13 +66,13 @@ type Step struct {
 
 var steps = [NumSteps]Step{
 	{1, "A held reply changes nothing: queue a completion for the current call and leave it held; the call stays Pending.",
-		"Change output in the draft to Old answer, choose Queue reply, and do not deliver it yet.", nil},
+		"In the reply box, change output to Old answer, choose Queue reply, and do not deliver it yet.", nil},
 	{2, "A new run has a new identity, and its own completion is accepted.",
 		"Choose Start new run, change output to New answer, queue it and deliver that message.", nil},
 	{3, "A completion for an older run is ignored by a newer call: a different call identity.",
 		"Deliver the completion you held for the earlier run.", nil},
 	{4, "Once a call has a final outcome, no other reply changes it: not the same reply again, not another output, not the opposite kind.",
-		`Deliver the accepted reply again; queue and deliver one with another output; then one with kind "rejected" and a string reason.`,
+		`Deliver the accepted reply again; queue and deliver one with another output; then one with kind "rejected" and a "reason" text in place of "output".`,
 		[]string{"the accepted reply again", "another output of the same kind", "the opposite kind"}},
 	{5, "A deadline makes a call Unresolved, and a matching late completion still resolves it.",
 		"Start a new run, queue its deadline, then its default completion; deliver the deadline, then the completion.", nil},
@@ -82,7 +82,7 @@ var steps = [NumSteps]Step{
 		"In a fresh run queue a deadline and a completion, deliver the completion, then the deadline. Then queue a deadline, start another run and deliver the old deadline.",
 		[]string{"a deadline after the result", "an older run's deadline while Pending"}},
 	{8, "While Pending, a reply for another callId, text that is not JSON, and JSON of the wrong shape all leave the call unchanged.",
-		"Queue and deliver a reply with the current runId and another callId; then { alone; then valid JSON whose output is a number.",
+		"Queue and deliver, one after another: a reply with the current runId and another callId; a reply box holding only the character {; valid JSON whose output is a number.",
 		[]string{"another callId", "not JSON", "the wrong shape"}},
 	{9, "An empty output is still a completion, and markup in an output is shown as text.",
 		"In a fresh run complete with an empty output string; in another run, with output <strong>Found it</strong>.",

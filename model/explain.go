@@ -210,10 +210,13 @@ func explain(c Call, m Message, pr parsedReply) Delivery {
 		d.Why = "this reply is for " + otherKey(r.Key, c.Key) + "; the current call is " + keyText(c.Key)
 	case c.Status.Final():
 		d.Kind = KindContradictory
-		if sameOutcome(c, r) {
-			d.Kind = KindDuplicate
-		}
 		d.Why = finalWhy(c)
+		if sameOutcome(c, r) {
+			// Said in words: a student (or a teacher's deliver-now) sees
+			// the same notice as for a contradiction otherwise.
+			d.Kind = KindDuplicate
+			d.Why = "a duplicate of the final reply: " + d.Why
+		}
 	case c.Status == Unresolved:
 		d.Kind = KindLateReply
 		d.Why = "the reply matches " + keyText(c.Key) + ": a late reply still resolves an Unresolved call"

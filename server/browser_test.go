@@ -260,12 +260,21 @@ func (l *expectedLab) expectIn(p *tab, step string) pageView {
 
 func (l *expectedLab) start(step string) {
 	l.p.t.Helper()
+	// A start holds the button off for a moment (a double click starts one
+	// run), so a quick test waits for it as a student would.
+	waitStartReady(l.p, step)
 	l.p.click("start")
 	l.run++
 	l.status, l.detail, l.notice = "Pending", "", seedStarted
 	l.expect(step)
 	// The seed refills the reply with the new run's default completion.
 	l.p.waitView(step+": the new run's draft", func(v pageView) bool { return v.Reply == draftFor(l.runID()) })
+}
+
+// waitStartReady waits until "Start new run" takes a click again.
+func waitStartReady(p *tab, step string) {
+	p.t.Helper()
+	waitJS(p, step+": Start new run ready", `!document.getElementById("start").hasAttribute("aria-disabled")`)
 }
 
 // queuePasted puts raw into the reply box and queues it.
@@ -518,10 +527,10 @@ func TestBrowserKeyboardDeliverKeepsFocus(t *testing.T) {
 	// Reach the button with Tab from the start button, through every
 	// control in order, as a keyboard user would.
 	p.do("focus Start new run", chromedp.Focus(chromedp.ID("start")))
-	// The exercise panel's summary comes first; the prediction choice (one
+	// The exercise panel's disclosure button comes first; the prediction choice (one
 	// stop for its radio group) comes before the Deliver buttons, as a
 	// student predicts and then delivers.
-	for _, want := range []string{"summary", "reply", "queue-reply", "queue-deadline", "reset-reply", "predict-none", "deliver-1"} {
+	for _, want := range []string{"exercise-toggle", "reply", "queue-reply", "queue-deadline", "reset-reply", "predict-none", "deliver-1"} {
 		p.do("press Tab", chromedp.KeyEvent("\t"))
 		p.waitView("focus on "+want, func(v pageView) bool { return v.Focus == want })
 	}

@@ -38,7 +38,7 @@ const exerciseJS = `(() => {
 		current: current ? Number(current.dataset.step) : 0,
 		finished: !document.getElementById("exercise-finished").hidden,
 		hint: current && !current.querySelector(".hint").hidden ? current.querySelector(".hint").textContent : "",
-		summary: document.querySelector("#exercise summary").textContent,
+		summary: document.getElementById("exercise-summary").textContent,
 		predictions: document.getElementById("prediction-accuracy").textContent,
 		// Receipts are shown newest first; read them in arrival order.
 		whys: [...document.querySelectorAll("#receipts > li .why")].map((e) => e.textContent).reverse(),
@@ -82,16 +82,68 @@ func (p *tab) predict(word string) {
 // last action is done (and not before).
 func TestBrowserExerciseSeedSteps(t *testing.T) {
 	t.Parallel()
+	walkSeedSteps(t, false)
+}
+
+// TestBrowserExercisePhoneKeepsStepInView does the same nine steps at
+// 360 × 740: at each step, with the reply box focused and with a Deliver
+// button focused, the current step's task is inside the viewport.
+func TestBrowserExercisePhoneKeepsStepInView(t *testing.T) {
+	t.Parallel()
+	walkSeedSteps(t, true)
+}
+
+// stepInView focuses the reply box, then a Deliver button (when one is
+// held), as a student taps them, and fails unless the current step's task
+// (the bar's #step-now) and the focused control are both in view, with the
+// notices in at most a fifth of the screen.
+func stepInView(p *tab, step int) {
+	p.t.Helper()
+	want := fmt.Sprintf("Step %d of 9: ", step)
+	waitJS(p, "the bar names step "+fmt.Sprint(step), fmt.Sprintf(`document.getElementById("step-now").textContent.startsWith(%q)`, want))
+	for _, sel := range []string{"#reply", "#queue button, #delivered button"} {
+		got := evalJS[string](p, fmt.Sprintf(`(() => {
+			const target = document.querySelector(%q);
+			if (!target) return "none";
+			target.focus();
+			const inside = (e) => { const r = e.getBoundingClientRect(); return r.height > 0 && r.top >= 0 && r.bottom <= innerHeight; };
+			const bar = document.getElementById("callbar").getBoundingClientRect();
+			const r = target.getBoundingClientRect();
+			const seen = r.bottom > bar.bottom && r.top < innerHeight;
+			const notices = document.getElementById("notices").getBoundingClientRect().height;
+			if (!inside(document.getElementById("step-now"))) return "the step's task is out of view";
+			if (!seen) return "the focused control is hidden (top " + r.top + ", bar bottom " + bar.bottom + ")";
+			if (notices > 148) return "notices take " + notices + " px";
+			return "ok";
+		})()`, sel))
+		if got != "ok" && got != "none" {
+			p.t.Errorf("step %d, %s focused: %s", step, sel, got)
+		}
+	}
+}
+
+func walkSeedSteps(t *testing.T, phone bool) {
 	base := startLab(t)
 	p := newBrowser(t)
+	if phone {
+		p.do("phone viewport", chromedp.EmulateViewport(360, 740, chromedp.EmulateMobile))
+	}
 	p.open(base + "/")
 	l := newLab(p)
 	p.ticked("a new session")
+	check := func(step int) {
+		t.Helper()
+		if phone {
+			stepInView(p, step)
+		}
+	}
 
 	// 1. Hold an answer for run-1; the call stays Pending.
+	check(1)
 	l.queueOutput("step 1", "Old answer")
 	p.ticked("step 1", 1)
 
+	check(2)
 	// 2. A new run; its answer arrives first.
 	l.start("step 2: start run-2")
 	l.queueOutput("step 2", "New answer")
@@ -99,6 +151,7 @@ func TestBrowserExerciseSeedSteps(t *testing.T) {
 	l.deliver("step 2: deliver 2", 2, seedCompleted, "Completed", "New answer")
 	p.ticked("step 2", 1, 2)
 
+	check(3)
 	// 3. The older run's answer arrives late and is ignored.
 	l.deliver("step 3: deliver 1", 1, seedOtherCall, "Completed", "New answer")
 	v := p.ticked("step 3", 1, 2, 3)
@@ -106,6 +159,7 @@ func TestBrowserExerciseSeedSteps(t *testing.T) {
 		t.Errorf("step 3's explanation %q", last)
 	}
 
+	check(4)
 	// 4. Duplicates and contradictions after a final outcome are ignored.
 	l.deliver("step 4: deliver 2 again", 2, seedFinal, "Completed", "New answer")
 	l.queuePasted("step 4", `{"runId":"run-2","callId":"lookup","kind":"completed","output":"Another answer"}`)
@@ -115,6 +169,7 @@ func TestBrowserExerciseSeedSteps(t *testing.T) {
 	l.deliver("step 4: deliver 4", 4, seedFinal, "Completed", "New answer")
 	p.ticked("step 4", 1, 2, 3, 4)
 
+	check(5)
 	// 5. A deadline first leaves the call Unresolved; the late completion
 	// still resolves it.
 	l.start("step 5: start run-3")
@@ -124,6 +179,7 @@ func TestBrowserExerciseSeedSteps(t *testing.T) {
 	l.deliver("step 5: deliver the completion", 6, seedCompleted, "Completed", "Answer for run-3")
 	p.ticked("step 5", 1, 2, 3, 4, 5)
 
+	check(6)
 	// 6. The same with an explicit rejection.
 	l.start("step 6: start run-4")
 	l.queueDeadline("step 6")
@@ -132,6 +188,7 @@ func TestBrowserExerciseSeedSteps(t *testing.T) {
 	l.deliver("step 6: deliver the rejection", 8, seedRejected, "Rejected", "The query is empty")
 	p.ticked("step 6", 1, 2, 3, 4, 5, 6)
 
+	check(7)
 	// 7. A deadline cannot erase a result, nor touch a newer run.
 	l.start("step 7: start run-5")
 	l.queueDeadline("step 7")
@@ -143,6 +200,7 @@ func TestBrowserExerciseSeedSteps(t *testing.T) {
 	l.deliver("step 7: deliver the old deadline", 11, seedDeadlineCall, "Pending", "")
 	p.ticked("step 7", 1, 2, 3, 4, 5, 6, 7)
 
+	check(8)
 	// 8. Wrong call id, broken JSON and a wrong shape are diagnostics.
 	l.queuePasted("step 8", `{"runId":"run-6","callId":"search","kind":"completed","output":"Wrong call"}`)
 	l.deliver("step 8: another callId", 12, seedOtherCall, "Pending", "")
@@ -155,6 +213,7 @@ func TestBrowserExerciseSeedSteps(t *testing.T) {
 		t.Errorf("broken JSON's explanation %q", why)
 	}
 
+	check(9)
 	// 9. An empty output is still a completion; markup stays text.
 	l.start("step 9: start run-7")
 	l.queuePasted("step 9", `{"runId":"run-7","callId":"lookup","kind":"completed","output":""}`)
@@ -165,6 +224,9 @@ func TestBrowserExerciseSeedSteps(t *testing.T) {
 	v = p.ticked("all nine steps", 1, 2, 3, 4, 5, 6, 7, 8, 9)
 	if v.Summary != "Exercise: all nine steps done" {
 		t.Errorf("summary after all nine: %q", v.Summary)
+	}
+	if got := evalJS[string](p, `document.getElementById("step-now").textContent`); got != "All nine steps done." {
+		t.Errorf("the bar says %q after all nine", got)
 	}
 }
 

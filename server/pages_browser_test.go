@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -119,7 +120,7 @@ func TestBrowserConsoleDeadlineFieldsOnlyForFreeFormDeadline(t *testing.T) {
 
 // TestBrowserPhoneKeepsCallInView (problem 2, at 360 × 740): on a page many
 // screens long, delivering the bottom message leaves the call's status in
-// view; JSON never breaks inside an identifier; the reply box does not wrap.
+// view; JSON never breaks inside an identifier; the reply box wraps.
 func TestBrowserPhoneKeepsCallInView(t *testing.T) {
 	base := startLab(t)
 	p := newBrowser(t)
@@ -155,8 +156,13 @@ func TestBrowserPhoneKeepsCallInView(t *testing.T) {
 	if n := evalJS[int](p, `document.querySelectorAll("#queue .tok").length`); n < 10 {
 		t.Errorf("held messages show %d JSON tokens; the label is not split into tokens", n)
 	}
-	if ws := evalJS[string](p, `getComputedStyle(document.getElementById("reply")).whiteSpace`); ws != "pre" {
-		t.Errorf("the reply box wraps (white-space %q): JSON breaks inside identifiers", ws)
+	// The reply box wraps: all of a long reply shows, nothing scrolls sideways.
+	p.do("a long reply", chromedp.SetValue(chromedp.ID("reply"), `{"runId":"run-1","callId":"lookup","kind":"completed","output":"`+strings.Repeat("long ", 30)+`"}`))
+	if ws := evalJS[string](p, `getComputedStyle(document.getElementById("reply")).whiteSpace`); ws != "pre-wrap" {
+		t.Errorf("the reply box does not wrap (white-space %q)", ws)
+	}
+	if evalJS[bool](p, `(() => { const r = document.getElementById("reply"); return r.scrollWidth > r.clientWidth; })()`) {
+		t.Error("the reply box scrolls sideways")
 	}
 	if w := evalJS[int](p, `document.scrollingElement.scrollWidth`); w > 360 {
 		t.Errorf("scrollWidth = %d at 360 px", w)
@@ -293,7 +299,7 @@ func TestBrowserInstructorActionsAnnounced(t *testing.T) {
 	teacher.openConsole(base, id)
 	teacher.inject("hold a wrong callId", chromedp.Click(chromedp.CSS(`#overview-body button.watch[data-session="`+id+`"]`)), "watched", "wrongCallId", "mode-hold")
 	v := student.waitView("the note about the held message", func(v pageView) bool {
-		return v.Note == "Your instructor added message I1 (a reply) to your waiting messages."
+		return v.Note == "Your instructor added message I1 (a completion for another callId, run-1/search) to your waiting messages."
 	})
 	if !v.Queue[1].Instructor || v.Queue[1].Delivered {
 		t.Errorf("the instructor's message: %s", v)
@@ -368,12 +374,25 @@ func TestBrowserStartDebouncedAndNewSessionConfirmed(t *testing.T) {
 		t.Fatalf("a double click started %s", v.RunID)
 	}
 	// Two programmatic clicks in one task are one start too.
+	waitStartReady(p, "after the double click")
 	evalJS[chromedp.Void](p, `document.getElementById("start").click(); document.getElementById("start").click()`)
 	l.run = 3
 	l.expect("run-3")
 	l.queueDeadline("another deadline")
 	if v, _ := p.view(); v.RunID != "run-3" {
 		t.Fatalf("two clicks started %s", v.RunID)
+	}
+
+	// Two clicks 100 ms apart, each a single click (so not a double click
+	// to the browser): the first start's state is back before the second
+	// click on this machine, and still one run starts.
+	waitStartReady(p, "before two clicks")
+	p.do("two clicks 100 ms apart", chromedp.Click(chromedp.ID("start")), chromedp.Sleep(100*time.Millisecond), chromedp.Click(chromedp.ID("start")))
+	l.run = 4
+	l.expect("run-4")
+	l.queueDeadline("a deadline after the two clicks")
+	if v, _ := p.view(); v.RunID != "run-4" {
+		t.Fatalf("two clicks 100 ms apart started %s", v.RunID)
 	}
 
 	p.do("click New session", chromedp.Click(chromedp.ID("new-session")))

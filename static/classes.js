@@ -41,6 +41,15 @@ function link(text, href) {
   return a;
 }
 
+// newTabLink opens in another tab, said in its text: the projector goes on
+// the room's screen while the console stays in this tab.
+function newTabLink(text, href) {
+  const a = link(text, href);
+  a.target = "_blank";
+  a.rel = "noopener";
+  return a;
+}
+
 function button(text, cls, onClick) {
   const b = document.createElement("button");
   b.type = "button";
@@ -69,7 +78,7 @@ function classItem(c) {
     code,
     state,
     link("Console", consolePath),
-    link("Projector", `${consolePath}/projector`),
+    newTabLink("Projector (new tab)", `${consolePath}/projector`),
     button(c.open ? "Close" : "Reopen", c.open ? "close" : "reopen", () =>
       act(() => api("POST", `${classPath(c.id)}/${c.open ? "close" : "reopen"}`), c.open ? `Closed ${c.title}.` : `Reopened ${c.title}.`),
     ),

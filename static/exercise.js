@@ -21,7 +21,11 @@ const PREDICTIONS = [
 
 const panel = {
   section: null, // #exercise
-  summary: null, // the <summary> line: "Exercise: 3 of 9 steps done"
+  summary: null, // the heading's words: "Exercise: 3 of 9 steps done"
+  toggle: null, // the heading's button, which shows or hides the body
+  toggleWord: null, // its visible "Hide ▴" / "Show ▾"
+  body: null, // what the button shows or hides
+  now: null, // #step-now in the sticky bar: the current step's task
   steps: [], // per step: { li, mark, hint, parts: [li…] }
   finished: null,
   accuracy: null,
@@ -41,10 +45,24 @@ export function initExercise() {
   const section = byId("exercise");
   if (!section) return;
   panel.section = section;
-  const details = el("details");
-  details.open = true;
-  details.id = "exercise-details";
-  panel.summary = el("summary", "", "Exercise: the nine steps");
+  panel.now = byId("step-now");
+  // A heading with a disclosure button (not <details>), so that the control
+  // says in words and with a chevron that it folds the panel.
+  const heading = el("h2", "exercise-heading");
+  panel.toggle = el("button", "exercise-toggle");
+  panel.toggle.type = "button";
+  panel.toggle.id = "exercise-toggle";
+  panel.toggle.setAttribute("aria-expanded", "true");
+  panel.toggle.setAttribute("aria-controls", "exercise-body");
+  panel.summary = el("span", "", "Exercise: the nine steps");
+  panel.summary.id = "exercise-summary";
+  panel.toggleWord = el("span", "toggle-word", "Hide ▴");
+  panel.toggleWord.setAttribute("aria-hidden", "true");
+  panel.toggle.append(panel.summary, panel.toggleWord);
+  heading.append(panel.toggle);
+  panel.body = el("div", "exercise-body");
+  panel.body.id = "exercise-body";
+  panel.toggle.addEventListener("click", () => setOpen(panel.body.hidden));
   const intro = el(
     "p",
     "meta",
@@ -57,8 +75,8 @@ export function initExercise() {
   panel.finished.hidden = true;
   panel.accuracy = el("p", "meta");
   panel.accuracy.id = "prediction-accuracy";
-  details.append(panel.summary, intro, steps, panel.finished, panel.accuracy);
-  section.replaceChildren(details);
+  panel.body.append(intro, steps, panel.finished, panel.accuracy);
+  section.replaceChildren(heading, panel.body);
   section.hidden = false;
 
   const queue = byId("queue");
@@ -95,6 +113,12 @@ export function initExercise() {
     });
 }
 
+function setOpen(open) {
+  panel.body.hidden = !open;
+  panel.toggle.setAttribute("aria-expanded", String(open));
+  setText(panel.toggleWord, open ? "Hide ▴" : "Show ▾");
+}
+
 function buildSteps(ol, steps) {
   panel.steps = steps.map((s) => {
     const li = el("li", "step");
@@ -114,7 +138,7 @@ function buildSteps(ol, steps) {
     partsList.hidden = parts.length === 0;
     li.append(mark, goal, state, hint, partsList);
     ol.append(li);
-    return { li, mark, state, hint, parts };
+    return { li, mark, state, hint, hintText: str(s.hint), parts };
   });
 }
 
@@ -141,12 +165,28 @@ export function renderExercise(state) {
     s.parts.forEach((p, j) => setData(p, "done", seen[j] === true ? "true" : "false"));
   });
   panel.finished.hidden = current !== 0;
+  renderNow(current, done.size);
   setRequired(x.predictionsRequired === true);
   const p = state.predictions ?? {};
   setText(
     panel.accuracy,
     num(p.made) > 0 ? `Your predictions: ${num(p.right)} of ${num(p.made)} right.` : "Predict before you deliver to check your understanding.",
   );
+}
+
+// renderNow puts the current step's task in the sticky bar, so that it is in
+// view wherever the student types the reply or delivers.
+function renderNow(current, doneCount) {
+  const now = panel.now;
+  if (!now) return;
+  now.hidden = false;
+  const hint = panel.steps[current - 1]?.hintText ?? "";
+  const head = current === 0 ? "All nine steps done." : `Step ${current} of 9${hint ? ":" : ""}`;
+  const tail = current !== 0 && hint ? ` ${hint}` : "";
+  if (now.textContent === head + tail) return;
+  now.replaceChildren(el("span", "step-number", head), tail);
+  now.dataset.step = String(current);
+  now.dataset.done = String(doneCount);
 }
 
 // setRequired marks the prediction choice as required (the class setting,

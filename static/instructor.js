@@ -83,6 +83,11 @@ const ui = {
   deleteSelected: byId("delete-selected"),
   deleteIdle: byId("delete-idle"),
   deleteMessage: byId("delete-message"),
+  confirm: byId("inject-confirm"),
+  confirmText: byId("inject-confirm-text"),
+  confirmYes: byId("inject-confirm-yes"),
+  confirmNo: byId("inject-confirm-no"),
+  watchedOption: document.querySelector('#target option[value="watched"]'),
 };
 
 const state = {
@@ -355,7 +360,11 @@ ui.selectAll.addEventListener("change", () => {
 
 ui.body.addEventListener("click", (e) => {
   const button = e.target.closest("button.watch");
-  if (button) watch(button.dataset.session);
+  if (!button) return;
+  watch(button.dataset.session);
+  // Picking a student to watch makes them the target, unless the teacher
+  // has selected sessions: Inject then means the one being watched.
+  if (ui.target.value === "selected" && state.selected.size === 0) ui.target.value = "watched";
 });
 
 // ---- one session ----------------------------------------------------------
@@ -381,6 +390,7 @@ function watch(id) {
 function renderWatched(s) {
   const call = s.call ?? {};
   setText(ui.watchedName, str(s.name) || shortId(str(s.session)));
+  setText(ui.watchedOption, `The session shown below (${str(s.name) || shortId(str(s.session))})`);
   setText(ui.run, str(call.runId));
   setText(ui.call, str(call.callId));
   setText(ui.status, str(call.status));
@@ -479,7 +489,10 @@ function injectionBody() {
   return { body };
 }
 
-ui.inject.addEventListener("click", async () => {
+// injectionName is the chosen message in words, as the menu says it.
+const injectionName = () => ui.injection.selectedOptions[0]?.textContent.replace(/…$/, "") ?? ui.injection.value;
+
+ui.inject.addEventListener("click", () => {
   if (state.stopped) return;
   const { body, error } = injectionBody();
   ui.results.replaceChildren();
@@ -487,6 +500,32 @@ ui.inject.addEventListener("click", async () => {
     setText(ui.summary, error);
     return;
   }
+  if (ui.target.value !== "all") {
+    sendInjection(body);
+    return;
+  }
+  // A class-wide injection reaches every student at once: asked first, with
+  // how many sessions it reaches.
+  const n = state.rows.size;
+  const mode = body.mode === "deliver" ? "deliver it now" : "hold it in their queues";
+  setText(
+    ui.confirmText,
+    `“${injectionName()}” goes to all ${n} session${n === 1 ? "" : "s"} ${scope ? "of this class" : "of the open lab"}; the lab will ${mode}.`,
+  );
+  setText(ui.confirmYes, `Inject into ${n} session${n === 1 ? "" : "s"}`);
+  ui.confirm.showModal();
+  ui.confirmYes.onclick = () => {
+    ui.confirm.close();
+    sendInjection(body);
+  };
+});
+ui.confirmNo.addEventListener("click", () => {
+  ui.confirm.close();
+  setText(ui.summary, "Not injected.");
+});
+
+async function sendInjection(body) {
+  if (state.stopped) return;
   setText(ui.summary, "Injecting…");
   let out;
   try {
@@ -523,12 +562,23 @@ ui.inject.addEventListener("click", async () => {
     const li = document.createElement("li");
     const row = state.rows.get(str(r.session));
     const who = row ? label(row) : shortId(str(r.session));
-    const did = str(r.notice) ? `: ${str(r.notice)}` : "";
+    // A delivery now says what was delivered ("a duplicate …"), not only
+    // the notice, which is the same for a duplicate and a contradiction.
+    const did = str(r.notice) ? `: delivered ${injectionLabel(body)}: ${str(r.notice)}` : "";
     li.textContent = r.applied ? `${who}: applied${did}` : `${who}: not applied: ${str(r.error)}`;
     if (!r.applied) li.className = "refused";
     ui.results.append(li);
   }
-});
+}
+
+// injectionLabel names what body injects, in a result line.
+function injectionLabel(body) {
+  if (body.preset === "duplicateFinal") return "a duplicate of the accepted final reply";
+  if (body.preset) return `“${PRESET_NAMES[body.preset] ?? body.preset}”`;
+  return body.raw !== undefined ? "your free-form reply" : "your deadline";
+}
+
+const PRESET_NAMES = Object.fromEntries([...ui.injection.options].map((o) => [o.value, o.textContent]));
 
 // ---- deleting sessions ------------------------------------------------------
 

@@ -57,6 +57,10 @@ const MAX_FRAME_BYTES = 1 << 20;
 // A "Start new run" that has not come back within this long no longer holds
 // off another one (the state may have been lost with the connection).
 const START_HOLD_MS = 3_000;
+// A start is held off at least this long, even once its state is back: a
+// fast server answers inside a double click, whose second click must not
+// start a second run.
+const START_MIN_HOLD_MS = 700;
 // The longest a held message's text is quoted in a note.
 const NOTE_LABEL_CHARS = 80;
 const NAME_MAX = 40;
@@ -97,6 +101,11 @@ const ui = {
   newSessionDialog: byId("new-session-dialog"),
   newSessionAddress: byId("new-session-address"),
   newSessionCancel: byId("new-session-cancel"),
+  newSessionConfirm: byId("new-session-confirm"),
+  newSessionClass: byId("new-session-class"),
+  newSessionClassTitle: byId("new-session-class-title"),
+  classTitle: byId("class-title"),
+  notices: byId("notices"),
 };
 
 // The session id is the last path segment of /lab/{id}; a reload keeps it.
@@ -344,7 +353,7 @@ function render(state) {
   renderQueue(queue, receipts);
   renderReceipts(receipts);
   if (focused && focused !== document.activeElement && focused.isConnected) focused.focus({ preventScroll: true });
-  announce(queue, receipts);
+  announce(queue, receipts, call);
   renderDraft(str(state.draft));
   renderName(str(state.name));
   renderExercise(state);
@@ -357,7 +366,7 @@ function render(state) {
 // and the instructor's I1, I2, … (the frame's number); the id otherwise.
 const numberOf = (item, id) => str(item?.number) || String(id ?? "?");
 
-function announce(queue, receipts) {
+function announce(queue, receipts, call) {
   const newMessages = queue.slice(seen.queued);
   const newReceipts = receipts.slice(seen.receipts);
   const first = seen.first;
@@ -370,7 +379,7 @@ function announce(queue, receipts) {
   const delivered = new Set(newReceipts.filter((r) => r?.by === "instructor").map((r) => r.message));
   for (const m of newMessages) {
     if (m?.from === "instructor" && !delivered.has(m.id)) {
-      const what = m.kind === "deadline" ? quote(str(m.label)) : "a reply";
+      const what = m.kind === "deadline" ? quote(str(m.label)) : describeReply(str(m.label), call);
       notes.push(`Your instructor added message ${numberOf(m, m?.id)} (${what}) to your waiting messages.`);
     }
   }
@@ -396,6 +405,39 @@ function announce(queue, receipts) {
   for (const r of newReceipts) {
     if (r?.by !== "instructor") showFeedback(`Delivered message ${numberOf(r, r?.message)}: ${str(r.notice)}`);
   }
+}
+
+// describeReply says what an instructor's held reply is, as the lesson
+// names it ("a stale reply for run-1"), so that the note tells the student
+// what to look at; the held message shows the text itself.
+function describeReply(raw, call) {
+  let v;
+  try {
+    v = JSON.parse(raw);
+  } catch {
+    return "text that is not JSON";
+  }
+  if (!v || typeof v !== "object" || Array.isArray(v) || typeof v.runId !== "string" || typeof v.callId !== "string") {
+    return "JSON that is not a reply";
+  }
+  let what = "";
+  if (v.kind === "completed" && typeof v.output === "string") what = "completion";
+  else if (v.kind === "rejected" && typeof v.reason === "string") what = "rejection";
+  else return "a reply of the wrong shape";
+  const runId = str(call?.runId);
+  if (v.callId !== str(call?.callId)) return `a ${what} for another callId, ${v.runId}/${v.callId}`;
+  if (v.runId !== runId) {
+    return runOrder(v.runId) < runOrder(runId) ? `a stale ${what} for ${v.runId}` : `a ${what} for another run, ${v.runId}`;
+  }
+  if (["Completed", "Rejected"].includes(str(call?.status))) return `a ${what} for ${runId}, whose call is already final`;
+  if (what === "completion" && v.output === "") return `a completion for ${runId} with an empty output`;
+  return `a ${what} for ${runId}`;
+}
+
+// runOrder is N of "run-N", Infinity for an id of another shape.
+function runOrder(id) {
+  const m = /^run-(\d+)$/.exec(id);
+  return m ? Number(m[1]) : Infinity;
 }
 
 function renderDraft(next) {
@@ -614,10 +656,17 @@ ui.reply.addEventListener("input", checkReply);
 
 // ---- controls -------------------------------------------------------------
 
-// A start is held off until its state comes back (or START_HOLD_MS pass), so
-// a double click starts one run, not two. The button stays focusable.
+// A start is held off until its state comes back (or START_HOLD_MS pass),
+// and for START_MIN_HOLD_MS in any case, so a double click starts one run,
+// not two, however fast the server answers. The button stays focusable.
 function endStartHold() {
+  if (mine.startAt === 0) return;
   clearTimeout(mine.startTimer);
+  const left = mine.startAt + START_MIN_HOLD_MS - Date.now();
+  if (left > 0) {
+    mine.startTimer = setTimeout(endStartHold, left);
+    return;
+  }
   mine.startAt = 0;
   ui.start.removeAttribute("aria-disabled");
 }
@@ -629,7 +678,10 @@ function startRun() {
   draft.startFrom = before;
   mine.startAt = Date.now();
   ui.start.setAttribute("aria-disabled", "true");
-  mine.startTimer = setTimeout(endStartHold, START_HOLD_MS);
+  mine.startTimer = setTimeout(() => {
+    mine.startAt = Date.now() - START_MIN_HOLD_MS;
+    endStartHold();
+  }, START_HOLD_MS);
   showFeedback("");
 }
 
@@ -730,6 +782,11 @@ ui.newSession.addEventListener("click", (event) => {
   if (typeof ui.newSessionDialog.showModal !== "function") return;
   event.preventDefault();
   setText(ui.newSessionAddress, location.origin + location.pathname);
+  // A class's session: leaving it leaves the class, which is said first.
+  const inClass = ui.classTitle?.hidden === false;
+  ui.newSessionClass.hidden = !inClass;
+  setText(ui.newSessionClassTitle, inClass ? ui.classTitle.textContent.replace(/^Class: /, "") : "");
+  setText(ui.newSessionConfirm, inClass ? "Leave the class and start a new session" : "Start a new session");
   ui.newSessionDialog.showModal();
 });
 ui.newSessionCancel.addEventListener("click", () => ui.newSessionDialog.close());
@@ -741,6 +798,24 @@ const callbar = byId("callbar");
 new ResizeObserver(() => {
   document.documentElement.style.setProperty("scroll-padding-top", `${callbar.offsetHeight + 8}px`);
 }).observe(callbar);
+
+// The notices' box scrolls once it holds more than its fifth of the screen;
+// only then is it a region a keyboard can reach and scroll.
+function markNoticesScrollable() {
+  const scrolls = ui.notices.scrollHeight > ui.notices.clientHeight + 1;
+  if (scrolls === ui.notices.hasAttribute("tabindex")) return;
+  if (scrolls) {
+    ui.notices.tabIndex = 0;
+    ui.notices.setAttribute("role", "region");
+    ui.notices.setAttribute("aria-label", "Notices");
+  } else {
+    ui.notices.removeAttribute("tabindex");
+    ui.notices.removeAttribute("role");
+    ui.notices.removeAttribute("aria-label");
+  }
+}
+new ResizeObserver(markNoticesScrollable).observe(ui.notices);
+new MutationObserver(markNoticesScrollable).observe(ui.notices, { childList: true, subtree: true, characterData: true });
 
 // Coming back online is a good moment to retry without waiting out the backoff.
 window.addEventListener("online", () => live.retryNow());

@@ -61,7 +61,12 @@ export function initProgress() {
   board.body = el("tbody");
   board.body.id = "progress-body";
   table.append(thead, board.body);
+  // The table scrolls sideways on a phone: a region a keyboard can reach
+  // and scroll, as the console's other tables are.
   const scroll = el("div", "scroll");
+  scroll.tabIndex = 0;
+  scroll.setAttribute("role", "region");
+  scroll.setAttribute("aria-label", "Progress by student");
   scroll.append(table);
   const grades = el("a", "", "Download grades (CSV)");
   grades.href = "/api/grades.csv";

@@ -16,6 +16,7 @@ const ui = {
   url: byId("join-url"),
   code: byId("code"),
   closed: byId("closed"),
+  loopback: byId("loopback"),
   qr: byId("qr"),
   count: byId("count"),
   countWord: byId("count-word"),
@@ -58,11 +59,24 @@ async function loadClass() {
   setText(ui.title, str(c.title));
   document.title = `Join ${str(c.title)} · Tool-call outcomes lab`;
   setText(ui.url, str(c.joinUrl).replace(/\/j\/\d+$/, "/join"));
+  ui.loopback.hidden = !isLoopback(str(c.joinUrl));
   setText(ui.code, str(c.code));
   ui.closed.hidden = c.open !== false;
   // The code in the address makes a new code (after a reopen) a new image.
   ui.qr.src = `${classPath(classId)}/qr.png?code=${encodeURIComponent(str(c.code))}`;
   showRows(list(body.sessions));
+}
+
+// isLoopback says whether a join address names this computer only
+// (127.0.0.0/8, localhost, ::1), which no phone in the room can open.
+function isLoopback(url) {
+  let host = "";
+  try {
+    host = new URL(url).hostname;
+  } catch {
+    return false;
+  }
+  return host === "localhost" || host.endsWith(".localhost") || /^127\./.test(host) || host === "[::1]";
 }
 
 function showRows(rows) {
@@ -100,6 +114,7 @@ function drawNames() {
 ui.toggle.addEventListener("click", () => {
   const show = ui.names.hidden;
   ui.names.hidden = !show;
+  document.body.classList.toggle("names-shown", show);
   ui.toggle.setAttribute("aria-pressed", String(show));
   setText(ui.toggle, show ? "Hide names" : "Show names");
   if (show) drawNames();
