@@ -95,7 +95,14 @@ func (s *Server) grantedSession(c echo.Context) (string, error) {
 // not hold and the store has no event of is unknown (404); one held but
 // not changed yet is the empty diagram.
 func (s *Server) diagramOf(c echo.Context, id string) (model.Diagram, error) {
-	recs, err := s.cfg.Store.Events(c.Request().Context(), id)
+	ctx := c.Request().Context()
+	select {
+	case drawing <- struct{}{}:
+		defer func() { <-drawing }()
+	case <-ctx.Done():
+		return model.Diagram{}, requestErrorf(http.StatusServiceUnavailable, "the lab is busy drawing diagrams; try again shortly")
+	}
+	recs, err := s.cfg.Store.Events(ctx, id)
 	if err != nil {
 		return model.Diagram{}, s.storeFailed("reading a session for its diagram", err)
 	}
@@ -112,6 +119,12 @@ func (s *Server) diagramOf(c echo.Context, id string) (model.Diagram, error) {
 	}
 	return b.Diagram(), nil
 }
+
+// drawing bounds the diagrams read and drawn at once, in every server of
+// the process: each holds a session's whole log and its drawing (at most a
+// few MiB, docs/limits.md), so a page refreshing often, or many, wait
+// their turn instead of adding up.
+var drawing = make(chan struct{}, 4)
 
 // answerSVG writes a drawing. It is the server's own markup with every
 // text escaped; nosniff (securityHeaders) keeps it an image.
