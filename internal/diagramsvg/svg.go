@@ -57,10 +57,10 @@ const (
 	// session of hundreds of runs) the repeats would be most of the
 	// drawing's bytes, lanes × steps, and help nobody read it.
 	repeatLanes = 32
-	bottomH  = 64 // below the last lane: its messages' labels and the time axis
-	fontSize = 13
-	lineH    = 15
-	excerpt  = 12 // characters of a message's text shown under its send
+	bottomH     = 64 // below the last lane: its messages' labels and the time axis
+	fontSize    = 13
+	lineH       = 15
+	excerpt     = 12 // characters of a message's text shown under its send
 	// titleText is the most characters of a message's text, or of a
 	// delivery's explanation (which may quote the call's final output), in
 	// a hover title: enough to read, and it bounds the drawing by the
