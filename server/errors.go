@@ -212,13 +212,13 @@ type apiErrorBody struct {
 }
 
 // answersJSON reports whether a request's errors are JSON rather than an
-// HTML page: the API, /metrics, the probes, /exercise.json and the WebSocket endpoints
+// HTML page: the API, /metrics, the probes, /exercise.json, the student page's diagram and the WebSocket endpoints
 // (whose callers are programs, or browsers that never show the body).
 // Everything else is a page for people.
 func answersJSON(r *http.Request) bool {
 	p := r.URL.Path
 	return p == "/api" || strings.HasPrefix(p, "/api/") || p == "/metrics" || p == "/healthz" || p == "/readyz" || p == "/exercise.json" ||
-		p == "/instructor/ws" || (strings.HasPrefix(p, "/lab/") && (strings.HasSuffix(p, "/ws") || strings.HasSuffix(p, "/class"))) ||
+		p == "/instructor/ws" || (strings.HasPrefix(p, "/lab/") && (strings.HasSuffix(p, "/ws") || strings.HasSuffix(p, "/class") || strings.HasSuffix(p, "/diagram.svg"))) ||
 		isUpgrade(r)
 }
 

@@ -202,6 +202,10 @@ type misconception struct {
 	Phrase string `json:"phrase"` // "a stale reply"
 	Made   int    `json:"made"`
 	Right  int    `json:"right"`
+	Wrong  int    `json:"wrong"` // Made - Right: the chart's other bar
+	// Text is the bar in words, for screen readers: "a stale reply: 2
+	// right, 5 wrong, of 7 predictions".
+	Text string `json:"text"`
 	// Said lists every prediction made about the kind, most made first,
 	// each with its sentence: "7 of 20 expected a stale reply to be accepted".
 	Said []said `json:"said"`
@@ -213,17 +217,9 @@ type said struct {
 	Sentence   string `json:"sentence"`
 }
 
-// summaryKinds are the kinds of message the misconceptions summary names
-// first, in this order (docs/exercise.md, "Predictions"); the model's other
-// kinds follow when predictions were made about them.
-var summaryKinds = []model.DeliveryKind{
-	model.KindStaleReply, model.KindDuplicate, model.KindContradictory, model.KindWrongCallID,
-	model.KindMalformedJSON, model.KindWrongShape, model.KindDeadline, model.KindLateReply,
-	model.KindStaleDeadline, model.KindMatchingReply,
-}
-
 // misconceptions sums the rows' predictions by kind of message: one entry
-// per kind with a prediction, in summaryKinds's order.
+// per kind with a prediction, in model.MisconceptionKinds's order (the
+// chart's bars: model.Misconceptions).
 func misconceptions(rows []sessionRow) []misconception {
 	var t model.PredictionTally
 	for _, r := range rows {
@@ -231,16 +227,13 @@ func misconceptions(rows []sessionRow) []misconception {
 			t.Merge(*r.tally)
 		}
 	}
-	out := []misconception{}
-	for _, k := range summaryKinds {
-		kt := t.ByKind[k]
-		if kt.Made == 0 {
-			continue
-		}
-		m := misconception{Kind: k.String(), Phrase: k.Phrase(), Made: kt.Made, Right: kt.Right}
+	chart := model.Misconceptions(t)
+	out := make([]misconception, 0, len(chart.Bars))
+	for _, b := range chart.Bars {
+		m := misconception{Kind: b.Kind.String(), Phrase: b.Phrase, Made: b.Made, Right: b.Right, Wrong: b.Wrong, Text: b.Text}
 		for p := model.PredictAccepted; int(p) < model.NumPredictions; p++ {
-			if n := kt.Said[p]; n > 0 {
-				m.Said = append(m.Said, said{Prediction: p.String(), Count: n, Sentence: model.Expectation(k, p, n, kt.Made)})
+			if n := b.Said[p]; n > 0 {
+				m.Said = append(m.Said, said{Prediction: p.String(), Count: n, Sentence: model.Expectation(b.Kind, p, n, b.Made)})
 			}
 		}
 		slices.SortStableFunc(m.Said, func(a, b said) int { return b.Count - a.Count })

@@ -33,6 +33,7 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/", s.newSession)
 	e.GET("/lab/:id", s.studentPage)
 	e.GET("/lab/:id/ws", s.studentSocket)
+	e.GET("/lab/:id/diagram.svg", s.studentDiagram) // the student's own session drawn (diagram.go)
 	e.StaticFS("/static", static.Files)
 	e.GET("/exercise.json", s.exerciseSteps) // the nine steps' texts (exercise.go)
 
@@ -76,6 +77,8 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/api/sessions/:id", s.getSession, s.requireInstructor)
 	e.POST("/api/inject", s.inject, s.requireInstructor)
 	e.GET("/api/sessions/:id/export", s.exportSession, s.requireInstructor)
+	e.GET("/api/sessions/:id/diagram.svg", s.diagramSVG, s.requireInstructor) // diagram.go
+	e.GET("/api/sessions/:id/shiviz.log", s.shivizLog, s.requireInstructor)
 	e.GET("/api/export.csv", s.exportCSV, s.requireInstructor, serverWide)
 	e.GET("/api/grades.csv", s.exportGrades, s.requireInstructor, serverWide) // grades.go
 	return e

@@ -205,6 +205,25 @@ func TestEveryRouteRefusesBadInput(t *testing.T) {
 			{name: "unknown code", method: "POST", path: "/j/" + unknownCode, header: form, body: "name=Ada", status: 404, answer: joinForm},
 			{name: "closed class", method: "POST", path: "/j/" + other.Code, header: form, body: "name=Ada", status: 410, answer: joinForm},
 		},
+		"GET /lab/:id/diagram.svg": {
+			{name: "not a UUID", method: "GET", path: "/lab/nope/diagram.svg", status: 404, answer: jsonError},
+			{name: "unknown session", method: "GET", path: "/lab/" + unknown + "/diagram.svg", status: 404, answer: jsonError, contains: "unknown session"},
+			{name: "wrong method", method: "POST", path: "/lab/" + unknown + "/diagram.svg", status: 405, answer: jsonError},
+		},
+		"GET /api/sessions/:id/diagram.svg": {
+			{name: "no credentials", method: "GET", path: "/api/sessions/" + unknown + "/diagram.svg", status: 401, answer: jsonError},
+			{name: "wrong bearer", method: "GET", path: "/api/sessions/" + unknown + "/diagram.svg", header: wrongBearer, status: 401, answer: jsonError},
+			{name: "unknown id", method: "GET", path: "/api/sessions/" + unknown + "/diagram.svg", header: bearer, status: 404, answer: jsonError, contains: "unknown session"},
+			{name: "not a UUID", method: "GET", path: "/api/sessions/nope/diagram.svg", header: bearer, status: 404, answer: jsonError},
+			{name: "bad size", method: "GET", path: "/api/sessions/" + unknown + "/diagram.svg?size=2", header: bearer, status: 400, answer: jsonError, contains: "size"},
+			{name: "wrong method", method: "POST", path: "/api/sessions/" + unknown + "/diagram.svg", header: bearer, status: 405, answer: jsonError},
+		},
+		"GET /api/sessions/:id/shiviz.log": {
+			{name: "no credentials", method: "GET", path: "/api/sessions/" + unknown + "/shiviz.log", status: 401, answer: jsonError},
+			{name: "unknown id", method: "GET", path: "/api/sessions/" + unknown + "/shiviz.log", header: bearer, status: 404, answer: jsonError, contains: "unknown session"},
+			{name: "not a UUID", method: "GET", path: "/api/sessions/nope/shiviz.log", header: bearer, status: 404, answer: jsonError},
+			{name: "wrong method", method: "POST", path: "/api/sessions/" + unknown + "/shiviz.log", header: bearer, status: 405, answer: jsonError},
+		},
 		"GET /lab/:id/class": {
 			{name: "not a UUID", method: "GET", path: "/lab/nope/class", status: 404, answer: jsonError},
 			{name: "wrong method", method: "POST", path: "/lab/" + unknown + "/class", status: 405, answer: jsonError},

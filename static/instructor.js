@@ -36,6 +36,7 @@ import {
   whenLoggedOut,
 } from "./dom.js";
 import { initProgress, renderProgress, stopProgress } from "./progress.js";
+import { DiagramView } from "./diagram.js";
 
 // MAX_TIMELINE is how many timeline entries the console keeps: as many as the
 // server keeps per session (maxTimeline in server/instructor.go), so a long
@@ -65,6 +66,8 @@ const ui = {
   injectionHelp: byId("injection-help"),
   table: byId("overview"),
   watchedExport: byId("watched-export"),
+  watchedShiviz: byId("watched-shiviz"),
+  watchedDebrief: byId("watched-debrief"),
   summary: byId("inject-summary"),
   results: byId("inject-results"),
   watchedName: byId("watched-name"),
@@ -89,6 +92,10 @@ const ui = {
   confirmNo: byId("inject-confirm-no"),
   watchedOption: document.querySelector('#target option[value="watched"]'),
 };
+
+// The watched session's diagram (diagram.js), fetched again as its states
+// arrive.
+const diagram = new DiagramView(byId("w-diagram"), { status: (t) => setText(byId("w-diagram-status"), t) });
 
 const state = {
   rows: new Map(), // id -> row of the last overview
@@ -382,6 +389,12 @@ function watch(id) {
   // session through this login and never acts as the student.
   ui.watchedLink.href = `/lab/${encodeURIComponent(id)}?observe`;
   ui.watchedExport.href = `/api/sessions/${encodeURIComponent(id)}/export`;
+  ui.watchedShiviz.href = `/api/sessions/${encodeURIComponent(id)}/shiviz.log`;
+  if (scope) {
+    ui.watchedDebrief.href = `/instructor/classes/${encodeURIComponent(scope)}/projector?session=${encodeURIComponent(id)}`;
+    ui.watchedDebrief.hidden = false;
+  }
+  diagram.show(`/api/sessions/${encodeURIComponent(id)}/diagram.svg`);
   send({ type: "watch", session: id });
   scheduleDraw();
   saveView();
@@ -391,6 +404,7 @@ function renderWatched(s) {
   const call = s.call ?? {};
   setText(ui.watchedName, str(s.name) || shortId(str(s.session)));
   setText(ui.watchedOption, `The session shown below (${str(s.name) || shortId(str(s.session))})`);
+  diagram.changed(num(s.seq));
   setText(ui.run, str(call.runId));
   setText(ui.call, str(call.callId));
   setText(ui.status, str(call.status));

@@ -43,6 +43,7 @@ import {
   predictionMissing,
   renderExercise,
 } from "./exercise.js";
+import { diagramSection } from "./diagram.js";
 
 // PREDICTION_REQUIRED is what the page says when the class requires a
 // prediction and a delivery had none (the error frame's reason
@@ -111,6 +112,9 @@ const ui = {
 // The session id is the last path segment of /lab/{id}; a reload keeps it.
 const sessionId = (/^\/lab\/([^/]+)\/?$/.exec(location.pathname) ?? [])[1] ?? "";
 const observing = new URLSearchParams(location.search).has("observe");
+// The "Diagram" section beside the receipts (diagram.js): fetched again as
+// states arrive, while it is open.
+const diagram = sessionId === "" ? null : diagramSection(byId("diagram"), `/lab/${encodeURIComponent(sessionId)}/diagram.svg`);
 
 const conn = {
   gotState: false,
@@ -318,6 +322,7 @@ function receive(frame) {
     conn.gotState = true;
     live.succeeded();
     render(frame);
+    diagram?.changed(seq);
   } else if (frame?.type === "error") {
     // A refused frame: whatever this tab was waiting for will not come.
     endStartHold();

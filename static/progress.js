@@ -10,6 +10,7 @@
 // instructor.js calls initProgress once and renderProgress with every
 // overview frame. All text goes through textContent.
 
+import { misconceptionChart } from "./diagram.js";
 import { byId, el, KeyedList, list, num, setData, setText, str } from "./dom.js";
 
 const STEPS = 9;
@@ -20,6 +21,8 @@ const board = {
   distribution: null,
   misconceptions: null,
   misconceptionsEmpty: null,
+  chart: null, // the chart's scrolling box
+  chartKey: "", // the numbers it was drawn from
   body: null,
   rows: null, // KeyedList of the table's rows
   frame: null, // the last overview frame
@@ -45,6 +48,12 @@ export function initProgress() {
   board.misconceptions = el("ul", "misconceptions");
   board.misconceptions.id = "misconceptions";
   board.misconceptionsEmpty = el("p", "empty", "No predictions yet.");
+  // The chart, then the same numbers with what was predicted, as sentences.
+  board.chart = el("div", "scroll chart");
+  board.chart.tabIndex = 0;
+  board.chart.setAttribute("role", "region");
+  board.chart.setAttribute("aria-label", "Chart of predictions by kind of message");
+  board.chart.hidden = true;
   const table = el("table");
   table.id = "progress-table";
   const head = el("tr");
@@ -73,7 +82,7 @@ export function initProgress() {
   grades.id = "grades-link";
   const gradesLine = el("p");
   gradesLine.append(grades);
-  section.replaceChildren(heading, board.distribution, mHeading, board.misconceptions, board.misconceptionsEmpty, scroll, gradesLine);
+  section.replaceChildren(heading, board.distribution, mHeading, board.chart, board.misconceptions, board.misconceptionsEmpty, scroll, gradesLine);
   board.rows = new KeyedList(board.body, { make: makeRow, update: updateRow });
 
   // The steps' goals as the columns' titles.
@@ -149,6 +158,12 @@ function drawSummary(sum) {
     lines.length === board.misconceptions.children.length &&
     lines.every((li, i) => li.textContent === board.misconceptions.children[i].textContent);
   if (!same) board.misconceptions.replaceChildren(...lines);
+  const key = JSON.stringify(items.map((m) => [str(m.kind), num(m.made), num(m.right)]));
+  if (key !== board.chartKey) {
+    board.chartKey = key;
+    board.chart.hidden = items.length === 0;
+    board.chart.replaceChildren(misconceptionChart(items));
+  }
 }
 
 function makeRow(id) {

@@ -7,9 +7,13 @@
 // frames (each row's "current" step, 0 once all nine are done). Text goes through
 // textContent only (dom.js).
 
-import { APIError, LiveSocket, api, byId, classPath, classScope, list, setText, str, whenLoggedOut } from "./dom.js";
+import { DiagramView } from "./diagram.js";
+import { APIError, LiveSocket, api, byId, classPath, classScope, list, num, setText, str, whenLoggedOut } from "./dom.js";
 
 const classId = classScope();
+// ?session=<id>: the debrief view, one student's diagram at its large size
+// instead of the join screen; the name only when the teacher shows it.
+const debriefId = new URLSearchParams(location.search).get("session") ?? "";
 
 const ui = {
   title: byId("title"),
@@ -38,7 +42,10 @@ const live = new LiveSocket(`/instructor/ws?class=${encodeURIComponent(classId)}
     else if (state === "waiting") setText(ui.connection, "Reconnecting…");
   },
   frame: (frame) => {
-    if (frame?.type === "overview") showRows(list(frame.sessions));
+    if (frame?.type === "overview") {
+      showRows(list(frame.sessions));
+      debriefRows(list(frame.sessions));
+    }
   },
   beforeRetry: loadClass,
 });
@@ -65,6 +72,7 @@ async function loadClass() {
   // The code in the address makes a new code (after a reopen) a new image.
   ui.qr.src = `${classPath(classId)}/qr.png?code=${encodeURIComponent(str(c.code))}`;
   showRows(list(body.sessions));
+  debriefRows(list(body.sessions));
 }
 
 // isLoopback says whether a join address names this computer only
@@ -121,6 +129,51 @@ ui.toggle.addEventListener("click", () => {
 });
 
 ui.consoleLink.href = `/instructor/classes/${encodeURIComponent(classId)}`;
+
+// ---- the debrief view ---------------------------------------------------------
+
+const debrief = {
+  shown: false, // the teacher chose to show the name
+  name: "",
+  view: null,
+};
+
+function debriefURL() {
+  const q = new URLSearchParams({ size: "large" });
+  if (debrief.shown) q.set("name", "1");
+  return `/api/sessions/${encodeURIComponent(debriefId)}/diagram.svg?${q}`;
+}
+
+// debriefRows follows the session debriefed in the class's rows: its seq
+// (the drawing is fetched again when it moves) and its name.
+function debriefRows(rows) {
+  if (!debrief.view) return;
+  const row = rows.find((r) => str(r.id) === debriefId);
+  if (!row) return;
+  debrief.name = str(row.name);
+  showWho();
+  debrief.view.changed(num(row.seq));
+}
+
+function showWho() {
+  setText(byId("debrief-who"), debrief.shown && debrief.name ? debrief.name : "a student's session");
+}
+
+if (debriefId) {
+  document.body.classList.add("debriefing"); // diagram.css hides the join screen
+  byId("debrief").hidden = false;
+  byId("debrief-back").href = location.pathname;
+  debrief.view = new DiagramView(byId("debrief-diagram"), { status: (t) => setText(byId("debrief-status"), t) });
+  debrief.view.show(debriefURL());
+  const toggle = byId("debrief-names");
+  toggle.addEventListener("click", () => {
+    debrief.shown = !debrief.shown;
+    toggle.setAttribute("aria-pressed", String(debrief.shown));
+    setText(toggle, debrief.shown ? "Hide the name" : "Show the name");
+    showWho();
+    debrief.view.show(debriefURL());
+  });
+}
 loadClass()
   .catch(() => setText(ui.connection, "The lab server is not answering."))
   .finally(() => live.connect());

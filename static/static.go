@@ -12,5 +12,5 @@ import "embed"
 // of helpers the scripts share, exercise.js the student's exercise panel and
 // progress.js the console's progress board.
 //
-//go:embed lab.html lab.css lab.js dom.js exercise.js exercise.css progress.js instructor.html instructor-login.html instructor.css instructor.js instructor-login.js join.html join.css projector.html projector.css projector.js classes.js classtitle.js
+//go:embed lab.html lab.css lab.js dom.js exercise.js exercise.css progress.js diagram.js diagram.css instructor.html instructor-login.html instructor.css instructor.js instructor-login.js join.html join.css projector.html projector.css projector.js classes.js classtitle.js
 var Files embed.FS

@@ -53,10 +53,19 @@ const (
 	laneGap  = 64 // from one lane to the next
 	topH     = 80 // above the client lane: each arrival's lines of words
 	repeatAt = 8  // a lane's name again every so many steps, for a long session scrolled sideways
-	bottomH  = 64 // below the last lane: its messages' labels and the time axis
-	fontSize = 13
-	lineH    = 15
-	excerpt  = 12 // characters of a message's text shown under its send
+	// repeatLanes is the most lanes whose names are repeated: past it (a
+	// session of hundreds of runs) the repeats would be most of the
+	// drawing's bytes, lanes × steps, and help nobody read it.
+	repeatLanes = 32
+	bottomH     = 64 // below the last lane: its messages' labels and the time axis
+	fontSize    = 13
+	lineH       = 15
+	excerpt     = 12 // characters of a message's text shown under its send
+	// titleText is the most characters of a message's text, or of a
+	// delivery's explanation (which may quote the call's final output), in
+	// a hover title: enough to read, and it bounds the drawing by the
+	// session's counts, not by the bytes its messages hold.
+	titleText = 240
 )
 
 // The colours, each at least 4.5:1 against background (the tests check).
@@ -132,7 +141,7 @@ func Render(d model.Diagram, o Options) []byte {
 		p(`<line x1="`, itoa(x(l.Start)), `" y1="`, itoa(y), `" x2="`, itoa(w-8), `" y2="`, itoa(y), `" stroke="`, ink, `" stroke-width="2"/>`, "\n")
 		// Its name again on a grid shared by every lane, so that a reader
 		// scrolled sideways reads each row's name in one column.
-		for at := uint64(repeatAt); at < d.End; at += repeatAt {
+		for at := uint64(repeatAt); len(d.Lanes) <= repeatLanes && at < d.End; at += repeatAt {
 			if at <= l.Start+1 {
 				continue
 			}
@@ -273,15 +282,23 @@ func short(m model.DiagramMessage) string {
 }
 
 func messageTitle(m model.DiagramMessage, d model.Diagram) string {
-	return "message " + m.Number + ", a " + m.Kind.String() + " queued by the " + m.From.String() + " in " + d.Lanes[m.Lane].Name + when(d, m.At) + ": " + m.Label
+	return "message " + m.Number + ", a " + m.Kind.String() + " queued by the " + m.From.String() + " in " + d.Lanes[m.Lane].Name + when(d, m.At) + ": " + clip(m.Label, titleText)
 }
 
 func arrivalTitle(m model.DiagramMessage, a model.Arrival, d model.Diagram) string {
 	s := "message " + m.Number + " delivered in " + a.Run + " by the " + a.By.String() + when(d, a.At) + ": " + a.Outcome.String() + ". " + a.Notice
 	if a.Why != "" {
-		s += " (" + a.Why + ")"
+		s += " (" + clip(a.Why, titleText) + ")"
 	}
 	return s
+}
+
+// clip cuts s to at most n characters, marking the cut.
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
 }
 
 // when is " at 09:00:03" for a stored time, "" in a trace.

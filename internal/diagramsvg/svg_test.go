@@ -214,3 +214,36 @@ func golden(t *testing.T, name string, got []byte) {
 		t.Errorf("the drawing differs from %s (go test -update rewrites it, then look at it)", path)
 	}
 }
+
+// TestRenderBounded: the largest session the server's default caps allow
+// (1,000 runs, 256 held messages filling 1 MiB, 1,024 deliveries, 200
+// renames) draws in under 2 MiB, whatever its messages hold: a delivery's
+// explanation quoting a 64 KiB output is cut in its title (docs/limits.md).
+func TestRenderBounded(t *testing.T) {
+	for _, runs := range []int{31, 999} {
+		var trace []model.Command
+		for range runs {
+			trace = append(trace, model.Command{Kind: model.StartRun, By: model.Student})
+		}
+		for i := range 256 {
+			raw := "{"
+			if i < 15 {
+				raw = `{"runId":"run-` + strconv.Itoa(runs+1) + `","callId":"lookup","kind":"completed","output":"` + strings.Repeat("<", 65000) + `"}`
+			}
+			trace = append(trace, model.Command{Kind: model.QueueReply, By: model.Student, Raw: raw})
+		}
+		for i := range 1024 {
+			trace = append(trace, model.Command{Kind: model.Deliver, By: model.Student, Message: 1 + i%256})
+		}
+		for i := range 200 {
+			trace = append(trace, model.Command{Kind: model.Rename, By: model.Student, Name: "n" + strconv.Itoa(i)})
+		}
+		d, err := model.DiagramOfTrace(trace, model.DefaultLimits())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(Render(d, Options{Size: Large, ShowName: true})); n > 2<<20 {
+			t.Errorf("%d runs: %d bytes", runs+1, n)
+		}
+	}
+}
