@@ -383,9 +383,6 @@ func (c *conn) closeCode(err error) int {
 	return int(websocket.CloseStatus(err))
 }
 
-// errWriteTimeout is a write that did not finish within the write timeout.
-var errWriteTimeout = errors.New("the write timed out")
-
 // finish marks the flusher gone for good after the connection broke.
 func (c *conn) finish() {
 	c.mu.Lock()
@@ -568,7 +565,7 @@ func (s *Server) checkUpgrade(r *http.Request) error {
 		return requestErrorf(http.StatusUpgradeRequired, "this address takes a WebSocket upgrade")
 	}
 	if !s.originAllowed(r) {
-		return requestErrorf(http.StatusForbidden, "this page's origin may not open the lab's WebSockets: %s", r.Header.Get("Origin"))
+		return fmt.Errorf("%w: %s", errForeignOrigin, r.Header.Get("Origin"))
 	}
 	return nil
 }

@@ -57,6 +57,8 @@ type Server struct {
 	// projectorHTML is a class's projector page; joinTmpl the join pages.
 	projectorHTML []byte
 	joinTmpl      *template.Template
+	// renderers is which renderer answers each route's errors (routes.go).
+	renderers errorRenderers
 
 	mu        sync.Mutex
 	sessions  map[string]*session
