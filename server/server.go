@@ -150,7 +150,14 @@ func (s *Server) Start(ctx context.Context) error {
 	s.started = true
 	s.mu.Unlock()
 
+	// ln is stopped on the way out unless it was handed to the Server
+	// (for Shutdown to stop): on any error, or when Shutdown came first.
 	var ln *listener
+	defer func() {
+		if ln != nil {
+			ln.stop()
+		}
+	}()
 	if l, ok := s.cfg.Store.(Listener); ok {
 		var err error
 		if ln, err = s.startListener(l); err != nil {
@@ -159,16 +166,10 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	loaded, err := s.load(ctx)
 	if err != nil {
-		if ln != nil {
-			ln.stop()
-		}
 		return err
 	}
 	classOf, err := s.loadMembers(ctx, loaded)
 	if err != nil {
-		if ln != nil {
-			ln.stop()
-		}
 		return err
 	}
 	if err := s.loadSettings(ctx, loaded, classOf); err != nil {
@@ -184,15 +185,11 @@ func (s *Server) Start(ctx context.Context) error {
 	for id, class := range classOf {
 		s.classOf[id] = class
 	}
-	closing := s.closing
-	if !closing {
+	if !s.closing {
 		s.janitor = s.startJanitor()
-		s.listener = ln
+		s.listener, ln = ln, nil
 	}
 	s.mu.Unlock()
-	if closing && ln != nil {
-		ln.stop()
-	}
 	return nil
 }
 
