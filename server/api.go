@@ -225,7 +225,7 @@ func decodeInjectRequest(body []byte, lim model.Limits) (injectRequest, error) {
 	case targets == 0:
 		return req, badRequest(`name the target sessions in "sessions", a class in "class", or set "all": true`)
 	case in.Class != nil && !canonicalID(*in.Class):
-		return req, requestErrorf(http.StatusNotFound, "no such class %q", *in.Class)
+		return req, fmt.Errorf("%w %q", errNoSuchClass, *in.Class)
 	}
 	req.all = in.All
 	if in.Class != nil {

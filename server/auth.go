@@ -59,7 +59,7 @@ func presentsCredentials(r *http.Request) bool {
 // credentials lately (addrTable.authAllowed).
 func tooManyFailures(c echo.Context) error {
 	c.Response().Header().Set("Retry-After", "2")
-	return requestErrorf(http.StatusTooManyRequests, "too many wrong instructor credentials from your address: wait a moment and try again")
+	return errTooManyFailures
 }
 
 // requireInstructor lets through requests with instructor credentials (the
@@ -94,7 +94,7 @@ func (s *Server) requireInstructor(next echo.HandlerFunc) echo.HandlerFunc {
 			return c.Redirect(http.StatusSeeOther, "/instructor/login")
 		}
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="instructor"`)
-		return requestErrorf(http.StatusUnauthorized, "instructor credentials required: log in at /instructor/login or send Authorization: Bearer <token>")
+		return errCredentialsRequired
 	}
 }
 

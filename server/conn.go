@@ -562,7 +562,7 @@ func (w biggerWrites) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // malformed handshake) it answers in plain text itself.
 func (s *Server) checkUpgrade(r *http.Request) error {
 	if !isUpgrade(r) {
-		return requestErrorf(http.StatusUpgradeRequired, "this address takes a WebSocket upgrade")
+		return errNotUpgrade
 	}
 	if !s.originAllowed(r) {
 		return fmt.Errorf("%w: %s", errForeignOrigin, r.Header.Get("Origin"))

@@ -118,7 +118,7 @@ var errNameTaken = sentinel("name_taken", http.StatusConflict, "someone in this 
 var errNameRequired = sentinel("invalid_name", http.StatusBadRequest, "in a class your name cannot be empty: type your name")
 
 // The refusals of package model, which knows no HTTP: their reason words
-// and statuses (modelRefusal).
+// and statuses (modelRefusal); their sentences are the model's errors'.
 var (
 	errLimit         = sentinel("limit", http.StatusRequestEntityTooLarge, "")
 	errUnknownMsg    = sentinel("unknown_message", http.StatusNotFound, "")
@@ -160,6 +160,21 @@ var errForbidden = sentinel("forbidden", http.StatusForbidden, "these credential
 // errForeignOrigin refuses a WebSocket handshake from a page of an origin
 // that may not open one (the origin is added).
 var errForeignOrigin = sentinel("forbidden", http.StatusForbidden, "this page's origin may not open the lab's WebSockets")
+
+// errCredentialsRequired refuses a request for an instructor's route
+// without instructor credentials (or with wrong ones); errTooManyFailures
+// an address past its allowance of wrong ones.
+var (
+	errCredentialsRequired = sentinel("unauthorized", http.StatusUnauthorized, "instructor credentials required: log in at /instructor/login or send Authorization: Bearer <token>")
+	errTooManyFailures     = sentinel("rate_limit", http.StatusTooManyRequests, "too many wrong instructor credentials from your address: wait a moment and try again")
+)
+
+// errNotUpgrade refuses a request for a WebSocket endpoint that is not a
+// WebSocket handshake.
+var errNotUpgrade = sentinel("invalid_request", http.StatusUpgradeRequired, "this address takes a WebSocket upgrade")
+
+// errNotSessionID answers a session address whose id is not a session UUID.
+var errNotSessionID = sentinel("unknown_session", http.StatusNotFound, "no lab session here: the address must end in a session UUID")
 
 // errNoSuchClass answers a class id the store does not hold (or that is
 // no class id at all).

@@ -26,7 +26,7 @@ func (s *Server) newSession(c echo.Context) error {
 func sessionID(c echo.Context) (string, error) {
 	id := c.Param("id")
 	if !canonicalID(id) {
-		return "", requestErrorf(http.StatusNotFound, "no lab session here: the address must end in a session UUID")
+		return "", errNotSessionID
 	}
 	return id, nil
 }
