@@ -23,8 +23,10 @@ import (
 // and the closeReason table lists the WebSocket closes.
 
 // Error is a refusal a client reads: a stable reason word (for programs
-// and metrics; docs/protocol.md and docs/instructor.md list them), the HTTP
-// status a request refused with it gets, and the sentence people read.
+// and metrics: what a refused change's error frame and injection result
+// say, which docs/protocol.md and docs/instructor.md list; the words of
+// refusals only requests get, such as forbidden, no answer shows), the
+// HTTP status a request refused with it gets, and the sentence people read.
 // A sentinel wrapped with more words (fmt.Errorf("%w: …", errX)) keeps its
 // reason and status, and the client reads the longer sentence. One built by
 // failed carries the store failure behind it: that cause is logged, never
