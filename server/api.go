@@ -30,15 +30,14 @@ func (s *Server) getSession(c echo.Context) error {
 	id := c.Param("id")
 	sess, ok := s.find(id)
 	if !ok || !canonicalID(id) {
-		return requestErrorf(http.StatusNotFound, "%v %s", errUnknownSession, id)
+		return fmt.Errorf("%w %s", errUnknownSession, id)
 	}
 	if !grantFrom(c).allows(s.classOfSession(id)) {
-		return requestErrorf(http.StatusForbidden, "%v", errForbidden)
+		return errForbidden
 	}
 	timeline, err := sess.recentTimeline()
 	if err != nil {
-		r := classify(s.log, err)
-		return requestErrorf(http.StatusServiceUnavailable, "%s", r.text)
+		return err
 	}
 	row := sess.overviewRow()
 	row.Class = s.classOfSession(id)
@@ -76,7 +75,7 @@ func (s *Server) inject(c echo.Context) error {
 	r := c.Request()
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		// Also what keeps other sites' forms out: they cannot send this type.
-		return requestErrorf(http.StatusUnsupportedMediaType, "the body must be JSON, sent with Content-Type: application/json")
+		return errNotJSON
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, s.cfg.MaxFrameBytes))
 	if err != nil {
@@ -127,14 +126,14 @@ func (s *Server) injectAllowed(c echo.Context, req injectRequest) error {
 	g := grantFrom(c)
 	switch {
 	case req.all && !g.all:
-		return requestErrorf(http.StatusForbidden, "%v", errForbidden)
+		return errForbidden
 	case req.class != "":
 		_, err := s.grantedClass(c, req.class)
 		return err
 	}
 	for _, id := range req.sessions {
 		if _, ok := s.find(id); ok && !g.allows(s.classOfSession(id)) {
-			return requestErrorf(http.StatusForbidden, "%v", errForbidden)
+			return errForbidden
 		}
 	}
 	return nil
@@ -226,7 +225,7 @@ func decodeInjectRequest(body []byte, lim model.Limits) (injectRequest, error) {
 	case targets == 0:
 		return req, badRequest(`name the target sessions in "sessions", a class in "class", or set "all": true`)
 	case in.Class != nil && !canonicalID(*in.Class):
-		return req, requestErrorf(http.StatusNotFound, "no such class %q", *in.Class)
+		return req, fmt.Errorf("%w %q", errNoSuchClass, *in.Class)
 	}
 	req.all = in.All
 	if in.Class != nil {

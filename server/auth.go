@@ -59,14 +59,14 @@ func presentsCredentials(r *http.Request) bool {
 // credentials lately (limit.AddrTable.AuthAllowed).
 func tooManyFailures(c echo.Context) error {
 	c.Response().Header().Set("Retry-After", "2")
-	return requestErrorf(http.StatusTooManyRequests, "too many wrong instructor credentials from your address: wait a moment and try again")
+	return errTooManyFailures
 }
 
 // requireInstructor lets through requests with instructor credentials (the
 // console's login cookie, the bearer token or a class key) and records
 // their grant for the handler (grantFrom). Others are refused: a page
 // request is sent to the login form, anything else gets 401 (as JSON, see
-// answersJSON). Wrong credentials are throttled per client address: past
+// the route's group, routes.go). Wrong credentials are throttled per client address: past
 // the allowance, that address gets 429 until it refills; others never do.
 // When the store cannot be read to check a login, 503: an outage must not
 // send the console to the login form.
@@ -80,7 +80,7 @@ func (s *Server) requireInstructor(next echo.HandlerFunc) echo.HandlerFunc {
 		g, ok, err := s.grantOf(r)
 		if err != nil {
 			c.Response().Header().Set("Retry-After", "2")
-			return requestErrorf(http.StatusServiceUnavailable, "%v", err)
+			return err
 		}
 		if ok {
 			c.Set(grantKey, g)
@@ -89,12 +89,12 @@ func (s *Server) requireInstructor(next echo.HandlerFunc) echo.HandlerFunc {
 		if presented {
 			s.addrs.AuthFailed(c.RealIP())
 		}
-		if r.Method == http.MethodGet && !answersJSON(r) {
+		if r.Method == http.MethodGet && s.renderers.of(c) == pageErrors {
 			c.Response().Header().Set("Cache-Control", "no-store")
 			return c.Redirect(http.StatusSeeOther, "/instructor/login")
 		}
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="instructor"`)
-		return requestErrorf(http.StatusUnauthorized, "instructor credentials required: log in at /instructor/login or send Authorization: Bearer <token>")
+		return errCredentialsRequired
 	}
 }
 
@@ -142,7 +142,7 @@ func (s *Server) login(c echo.Context) error {
 	ctx := c.Request().Context()
 	l, ok, err := s.credentialLogin(ctx, c.FormValue("token"))
 	if err != nil {
-		return requestErrorf(http.StatusServiceUnavailable, "%v", err)
+		return err
 	}
 	if !ok {
 		s.addrs.AuthFailed(c.RealIP())
@@ -151,8 +151,7 @@ func (s *Server) login(c echo.Context) error {
 	id := store.NewSecret()
 	l.IDHash = store.HashSecret(id)
 	if err := s.cfg.Store.SaveLogin(ctx, l, s.cfg.Now(), maxLogins); err != nil {
-		s.log.Error("saving a console login", "err", err)
-		return requestErrorf(http.StatusServiceUnavailable, "the lab cannot save the login right now; try again shortly")
+		return failed(errLoginUnsaved, "saving a console login", err)
 	}
 	c.SetCookie(&http.Cookie{
 		Name:     instructorCookie,

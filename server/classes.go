@@ -72,10 +72,6 @@ func (s *Server) joinURL(r *http.Request, code string) string {
 	return base + "/j/" + code
 }
 
-// errNoSuchClass answers a class id the store does not hold (or that is
-// no class id at all).
-var errNoSuchClass = &requestError{http.StatusNotFound, "no such class"}
-
 // answerClass answers {"class": <class>}, as every class route that
 // changes one does.
 func answerClass(c echo.Context, status int, cl classJSON) error {
@@ -84,23 +80,16 @@ func answerClass(c echo.Context, status int, cl classJSON) error {
 	}{cl})
 }
 
-// storeFailed refuses a request whose data the store failed to read or
-// write: 503, with the cause logged.
-func (s *Server) storeFailed(what string, err error) error {
-	s.log.Error(what, "err", err)
-	return requestErrorf(http.StatusServiceUnavailable, "the lab cannot read or save its data right now; try again shortly")
-}
-
 // classOfRequest reads the :id class, which the request's grant must reach.
 func (s *Server) classOfRequest(c echo.Context) (store.Class, error) {
 	return s.grantedClass(c, c.Param("id"))
 }
 
 // grantedClass reads class id, which the request's grant must reach:
-// else 403, 404 or 503 as a requestError.
+// else 403, 404 or 503 as an Error.
 func (s *Server) grantedClass(c echo.Context, id string) (store.Class, error) {
 	if !grantFrom(c).allows(id) {
-		return store.Class{}, requestErrorf(http.StatusForbidden, "%v", errForbidden)
+		return store.Class{}, errForbidden
 	}
 	if !canonicalID(id) {
 		return store.Class{}, errNoSuchClass
@@ -110,13 +99,10 @@ func (s *Server) grantedClass(c echo.Context, id string) (store.Class, error) {
 		return store.Class{}, errNoSuchClass
 	}
 	if err != nil {
-		return store.Class{}, s.storeFailed("reading a class", err)
+		return store.Class{}, failed(errDataUnavailable, "reading a class", err)
 	}
 	return cl, nil
 }
-
-// errAnswered says a join handler has already written its page (join.go).
-var errAnswered = errors.New("answered")
 
 // handled turns errAnswered into nil for the handler to return.
 func handled(err error) error {
@@ -131,7 +117,7 @@ func handled(err error) error {
 func (s *Server) readJSON(c echo.Context, v any) error {
 	r := c.Request()
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		return &requestError{http.StatusUnsupportedMediaType, "the body must be JSON, sent with Content-Type: application/json"}
+		return errNotJSON
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, 64<<10))
 	if err != nil {
@@ -187,7 +173,7 @@ func (s *Server) createClass(c echo.Context) error {
 		return err
 	}
 	if in.Title == nil {
-		return requestErrorf(http.StatusBadRequest, "%s", `give the class a "title"`)
+		return badRequest(`give the class a "title"`)
 	}
 	title, err := normalizeTitle(*in.Title)
 	if err != nil {
@@ -205,7 +191,7 @@ func (s *Server) createClass(c echo.Context) error {
 		return s.cfg.Store.CreateClass(ctx, cl)
 	})
 	if err != nil {
-		return s.storeFailed("creating a class", err)
+		return failed(errDataUnavailable, "creating a class", err)
 	}
 	out := s.classJSON(c, cl)
 	out.Key = key
@@ -216,7 +202,7 @@ func (s *Server) createClass(c echo.Context) error {
 func (s *Server) listClasses(c echo.Context) error {
 	classes, err := s.cfg.Store.Classes(c.Request().Context())
 	if err != nil {
-		return s.storeFailed("listing classes", err)
+		return failed(errDataUnavailable, "listing classes", err)
 	}
 	out := make([]classJSON, len(classes))
 	for i, cl := range classes {
@@ -255,7 +241,7 @@ func (s *Server) setClassOpen(open bool) echo.HandlerFunc {
 			return errNoSuchClass
 		}
 		if err != nil {
-			return s.storeFailed("opening or closing a class", err)
+			return failed(errDataUnavailable, "opening or closing a class", err)
 		}
 		cl.Open = open
 		return answerClass(c, http.StatusOK, s.classJSON(c, cl))
@@ -278,14 +264,14 @@ func (s *Server) classSettings(c echo.Context) error {
 		return err
 	}
 	if in.PredictionsRequired == nil {
-		return requestErrorf(http.StatusBadRequest, "%s", `give the setting to change: {"predictionsRequired": true or false}`)
+		return badRequest(`give the setting to change: {"predictionsRequired": true or false}`)
 	}
 	err = s.cfg.Store.SetClassPredictions(c.Request().Context(), cl.ID, *in.PredictionsRequired)
 	if errors.Is(err, store.ErrNotFound) {
 		return errNoSuchClass
 	}
 	if err != nil {
-		return s.storeFailed("changing a class's settings", err)
+		return failed(errDataUnavailable, "changing a class's settings", err)
 	}
 	cl.PredictionsRequired = *in.PredictionsRequired
 	s.requirePredictionsIn(cl.ID, cl.PredictionsRequired)
@@ -304,7 +290,7 @@ func (s *Server) rotateKey(c echo.Context) error {
 	if err := s.cfg.Store.SetClassKey(c.Request().Context(), cl.ID, cl.KeyHash); errors.Is(err, store.ErrNotFound) {
 		return errNoSuchClass
 	} else if err != nil {
-		return s.storeFailed("rotating a class key", err)
+		return failed(errDataUnavailable, "rotating a class key", err)
 	}
 	out := s.classJSON(c, cl)
 	out.Key = key
@@ -324,7 +310,7 @@ func (s *Server) deleteClass(c echo.Context) error {
 		return errNoSuchClass
 	}
 	if err != nil {
-		return s.storeFailed("deleting a class", err)
+		return failed(errDataUnavailable, "deleting a class", err)
 	}
 	s.forget(ids)
 	return c.JSON(http.StatusOK, struct {
@@ -362,7 +348,7 @@ func (s *Server) exportClass(c echo.Context) error {
 	}
 	all, err := s.cfg.Store.Sessions(c.Request().Context())
 	if err != nil {
-		return s.storeFailed("exporting a class", err)
+		return failed(errDataUnavailable, "exporting a class", err)
 	}
 	in := s.sessionIDsIn(cl.ID)
 	sessions := slices.DeleteFunc(all, func(x store.Session) bool { return !in[x.ID] })
@@ -385,7 +371,7 @@ func (s *Server) classPage(page func(*Server) []byte) echo.HandlerFunc {
 // token only.
 func (s *Server) openLabPage(c echo.Context) error {
 	if !grantFrom(c).all {
-		return requestErrorf(http.StatusForbidden, "%v", errForbidden)
+		return errForbidden
 	}
 	return s.instructorPage(c)
 }
@@ -406,7 +392,7 @@ func (s *Server) sessionClass(c echo.Context) error {
 	if class := s.classOfSession(id); class != "" {
 		cl, err := s.cfg.Store.Class(c.Request().Context(), class)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return s.storeFailed("reading a session's class", err)
+			return failed(errDataUnavailable, "reading a session's class", err)
 		}
 		if err == nil {
 			out.Class = &title{cl.Title}
@@ -437,14 +423,14 @@ func (s *Server) deleteMany(c echo.Context) error {
 	}
 	switch {
 	case in.IdleOpenLab && len(in.Sessions) > 0:
-		return requestErrorf(http.StatusBadRequest, "%s", `give either "sessions" or "idleOpenLab", not both`)
+		return badRequest(`give either "sessions" or "idleOpenLab", not both`)
 	case in.IdleOpenLab:
 		if !grantFrom(c).all {
-			return requestErrorf(http.StatusForbidden, "%v", errForbidden)
+			return errForbidden
 		}
 		return s.deleteAndAnswer(c, s.idleOpenLabSessions(), false)
 	case len(in.Sessions) == 0:
-		return requestErrorf(http.StatusBadRequest, "%s", `name the sessions to delete in "sessions", or set "idleOpenLab": true`)
+		return badRequest(`name the sessions to delete in "sessions", or set "idleOpenLab": true`)
 	}
 	return s.deleteAndAnswer(c, in.Sessions, false)
 }
@@ -459,18 +445,18 @@ func (s *Server) deleteAndAnswer(c echo.Context, ids []string, one bool) error {
 		sess, ok := s.find(id)
 		if !ok {
 			if one {
-				return requestErrorf(http.StatusNotFound, "%s", fmt.Sprintf("%v %s", errUnknownSession, id))
+				return fmt.Errorf("%w %s", errUnknownSession, id)
 			}
 			continue
 		}
 		if !g.allows(s.classOfSession(id)) {
-			return requestErrorf(http.StatusForbidden, "%v", errForbidden)
+			return errForbidden
 		}
 		found = append(found, sess)
 	}
 	deleted, err := s.deleteSessions(c.Request().Context(), found)
 	if err != nil {
-		return s.storeFailed("deleting sessions", err)
+		return failed(errDataUnavailable, "deleting sessions", err)
 	}
 	return c.JSON(http.StatusOK, struct {
 		Deleted []string `json:"deleted"`
@@ -590,7 +576,7 @@ func (s *Server) renameMember(id, name string) error {
 	case errors.Is(err, store.ErrNotFound):
 		return nil // the membership went with a deletion under way
 	case err != nil:
-		return fmt.Errorf("%w: %w", errCannotSave, err)
+		return failed(errCannotSave, "storing a rename", err)
 	}
 	return nil
 }

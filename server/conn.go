@@ -315,9 +315,6 @@ func (c *conn) closeCode(err error) int {
 	return int(websocket.CloseStatus(err))
 }
 
-// errWriteTimeout is a write that did not finish within the write timeout.
-var errWriteTimeout = errors.New("the write timed out")
-
 // finish marks the flusher gone for good after the connection broke.
 func (c *conn) finish() {
 	c.mu.Lock()
@@ -496,10 +493,10 @@ func (w biggerWrites) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // malformed handshake) it answers in plain text itself.
 func (s *Server) checkUpgrade(r *http.Request) error {
 	if !isUpgrade(r) {
-		return requestErrorf(http.StatusUpgradeRequired, "this address takes a WebSocket upgrade")
+		return errNotUpgrade
 	}
 	if !s.originAllowed(r) {
-		return requestErrorf(http.StatusForbidden, "this page's origin may not open the lab's WebSockets: %s", r.Header.Get("Origin"))
+		return fmt.Errorf("%w: %s", errForeignOrigin, r.Header.Get("Origin"))
 	}
 	return nil
 }

@@ -18,7 +18,7 @@ import (
 
 // FuzzDecodeFrame: any bytes either decode to a command that agrees with
 // encoding/json's reading of the same frame, or are refused with a
-// frameError (which the client reads); never a panic or another error.
+// frame error (reason invalid_frame, which the client reads); never a panic or another error.
 func FuzzDecodeFrame(f *testing.F) {
 	for _, s := range []string{
 		`{"type":"start"}`, `{"type":"queueDeadline"}`, `{"type":"queueReply","raw":"{\"a\":1}"}`,
@@ -34,9 +34,9 @@ func FuzzDecodeFrame(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cmd, err := decodeFrame(data, model.Student)
 		if err != nil {
-			var fe *frameError
-			if !errors.As(err, &fe) {
-				t.Fatalf("error %v is not a frameError", err)
+			var fe *Error
+			if !errors.As(err, &fe) || fe.Reason != "invalid_frame" {
+				t.Fatalf("error %v is not a frame error", err)
 			}
 			return
 		}
@@ -95,8 +95,8 @@ func FuzzDecodeInstructorFrame(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cmd, err := decodeInstructorFrame(data)
 		if err != nil {
-			var fe *frameError
-			if !errors.As(err, &fe) {
+			var fe *Error
+			if !errors.As(err, &fe) || fe.Reason != "invalid_frame" {
 				t.Fatalf("error %v is not a frame error", err)
 			}
 			return
@@ -128,8 +128,8 @@ func FuzzDecodeInjectRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := decodeInjectRequest(body, lim)
 		if err != nil {
-			var re *requestError
-			if !errors.As(err, &re) || re.msg == "" || (re.status != http.StatusBadRequest && re.status != http.StatusRequestEntityTooLarge) {
+			var re *Error
+			if !errors.As(err, &re) || re.Text == "" || (re.Status != http.StatusBadRequest && re.Status != http.StatusRequestEntityTooLarge) {
 				t.Fatalf("error %v is not a request error", err)
 			}
 			return
@@ -161,7 +161,7 @@ func FuzzDecodeInjectRequest(f *testing.F) {
 }
 
 // FuzzClassRequest: any body posted to create a class is either refused
-// with a 4xx requestError (which the client reads as {"error": …}) or is
+// with a 4xx Error (which the client reads as {"error": …}) or is
 // one JSON object whose title, once normalized, is 1 to maxTitleRunes
 // characters with no control or format characters; never a panic.
 func FuzzClassRequest(f *testing.F) {
@@ -182,8 +182,8 @@ func FuzzClassRequest(f *testing.F) {
 			PredictionsRequired bool    `json:"predictionsRequired"`
 		}
 		refused := func(err error) {
-			var re *requestError
-			if !errors.As(err, &re) || re.status < 400 || re.status > 499 {
+			var re *Error
+			if !errors.As(err, &re) || re.Status < 400 || re.Status > 499 {
 				t.Fatalf("%q: error %v is not a client error", data, err)
 			}
 		}

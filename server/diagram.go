@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -86,7 +87,7 @@ func (s *Server) grantedSession(c echo.Context) (string, error) {
 		return "", err
 	}
 	if !grantFrom(c).allows(s.classOfSession(id)) {
-		return "", requestErrorf(http.StatusForbidden, "%v", errForbidden)
+		return "", errForbidden
 	}
 	return id, nil
 }
@@ -100,14 +101,14 @@ func (s *Server) diagramOf(c echo.Context, id string) (model.Diagram, error) {
 	case drawing <- struct{}{}:
 		defer func() { <-drawing }()
 	case <-ctx.Done():
-		return model.Diagram{}, requestErrorf(http.StatusServiceUnavailable, "the lab is busy drawing diagrams; try again shortly")
+		return model.Diagram{}, errDrawingBusy
 	}
 	recs, err := s.cfg.Store.Events(ctx, id)
 	if err != nil {
-		return model.Diagram{}, s.storeFailed("reading a session for its diagram", err)
+		return model.Diagram{}, failed(errDataUnreadable, "reading session "+id+" for its diagram", err)
 	}
 	if _, held := s.find(id); len(recs) == 0 && !held {
-		return model.Diagram{}, requestErrorf(http.StatusNotFound, "%v %s", errUnknownSession, id)
+		return model.Diagram{}, fmt.Errorf("%w %s", errUnknownSession, id)
 	}
 	b := model.NewDiagramBuilder()
 	for _, r := range recs {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -15,66 +16,221 @@ import (
 )
 
 // The one vocabulary of what clients are told when something is refused:
-// errors of changes (classify, the WebSocket error frame's reason word and
-// the injection results), HTTP errors (httpErrorHandler: JSON or an HTML
-// page, by route), and WebSocket closes (the closeReason table).
+// refusals are Errors (their reason word, HTTP status and sentence), all
+// declared here; classify turns one into the WebSocket error frame's and
+// the injection results' reason and text, httpErrorHandler into an HTTP
+// answer (JSON or an HTML page, as the route's group chose in routes.go),
+// and the closeReason table lists the WebSocket closes.
+
+// Error is a refusal a client reads: a stable reason word (for programs
+// and metrics: what a refused change's error frame and injection result
+// say, which docs/protocol.md and docs/instructor.md list; the words of
+// refusals only requests get, such as forbidden, no answer shows), the
+// HTTP status a request refused with it gets, and the sentence people read.
+// A sentinel wrapped with more words (fmt.Errorf("%w: …", errX)) keeps its
+// reason and status, and the client reads the longer sentence. One built by
+// failed carries the store failure behind it: that cause is logged, never
+// shown.
+type Error struct {
+	Reason string
+	Status int
+	Text   string
+	of     *Error // the sentinel this one is a case of (errors.Is finds it)
+	cause  error  // what went wrong underneath: logged, never shown
+}
+
+func (e *Error) Error() string { return e.Text }
+
+func (e *Error) Unwrap() []error {
+	var out []error
+	if e.of != nil {
+		out = append(out, e.of)
+	}
+	if e.cause != nil {
+		out = append(out, e.cause)
+	}
+	return out
+}
+
+// sentinel is a refusal declared below.
+func sentinel(reason string, status int, text string) *Error {
+	return &Error{Reason: reason, Status: status, Text: text}
+}
+
+// narrower is a case of e with a status of its own and more words.
+func (e *Error) narrower(status int, more string) *Error {
+	return &Error{Reason: e.Reason, Status: status, Text: e.Text + more, of: e}
+}
+
+// failed is the one way a store failure becomes a refusal: the client
+// reads e (a "store" Error, 503); what and cause are logged where the
+// refusal is answered (classify, httpErrorHandler).
+func failed(e *Error, what string, cause error) error {
+	return &Error{Reason: e.Reason, Status: e.Status, Text: e.Text, of: e, cause: fmt.Errorf("%s: %w", what, cause)}
+}
+
+// requestErrorf refuses one HTTP request with a status and a sentence of
+// its own (a bad body, a missing field). It has no reason word: only
+// requests are refused with it, never changes.
+func requestErrorf(status int, format string, args ...any) error {
+	return &Error{Status: status, Text: fmt.Sprintf(format, args...)}
+}
+
+func badRequest(format string, args ...any) error {
+	return requestErrorf(http.StatusBadRequest, format, args...)
+}
+
+// badFrame refuses a client frame that does not fit the protocol; its text
+// goes to the client as is (conn.sendError, session.refuse).
+func badFrame(format string, args ...any) error {
+	return &Error{Reason: "invalid_frame", Status: http.StatusBadRequest, Text: fmt.Sprintf(format, args...)}
+}
+
+// ---- refusals of changes (and of the requests that carry them) --------------
 
 // errSessionBusy refuses a command when a session already has too many
 // changes waiting to be applied.
-var errSessionBusy = errors.New("too many changes are waiting in this session; try again in a moment")
+var errSessionBusy = sentinel("busy", http.StatusServiceUnavailable, "too many changes are waiting in this session; try again in a moment")
+
+// errTooManyFrames refuses a frame over the connection's rate limit.
+var errTooManyFrames = sentinel("rate_limit", http.StatusTooManyRequests, "too many frames")
+
+// errDrawingBusy refuses a diagram while as many are being drawn as the
+// server draws at once (diagram.go).
+var errDrawingBusy = sentinel("busy", http.StatusServiceUnavailable, "the lab is busy drawing diagrams; try again shortly")
 
 // errUnknownSession refuses an instructor's request for a session the server
 // does not hold (instructors never create sessions).
-var errUnknownSession = errors.New("unknown session")
-
-// errCannotSave refuses a change the store could not commit. Its text is
-// all the client reads; the cause is logged.
-var errCannotSave = errors.New("the lab cannot save right now; try again shortly")
-
-// errCannotRead refuses to show a session's timeline when the store could
-// not be read. Its text is all the client reads; the cause is logged.
-var errCannotRead = errors.New("the lab cannot read this session's history right now; try again shortly")
+var errUnknownSession = sentinel("unknown_session", http.StatusNotFound, "unknown session")
 
 // errTooManySessions refuses a new session past Config.MaxSessions or
 // Config.MaxAddrSessions.
-var errTooManySessions = errors.New("the lab has reached its limit of stored sessions; ask your instructor")
+var errTooManySessions = sentinel("full", http.StatusServiceUnavailable, "the lab has reached its limit of stored sessions; ask your instructor")
+
+// errSessionExpiring refuses a connection to a session the janitor is
+// deleting at this very moment; a retry gets a fresh session.
+var errSessionExpiring = sentinel("expiring", http.StatusServiceUnavailable, "this session expired and is being removed; try again shortly")
+
+// errPredictionRequired refuses a student's delivery without a prediction
+// in a session whose class requires predictions (Server.RequirePredictions).
+var errPredictionRequired = sentinel("prediction_required", http.StatusBadRequest, `say what you expect before delivering: add "predict" (accepted, ignored, unresolved or diagnostic)`)
+
+// errNameTaken refuses a class member's rename to a name another member of
+// the class has (compared as at the door: store.NameKey).
+var errNameTaken = sentinel("name_taken", http.StatusConflict, "someone in this class already has that name; add an initial or a number to yours")
+
+// errNameRequired refuses a class member's rename to a blank name: a class
+// needs names (the door asks for one).
+var errNameRequired = sentinel("invalid_name", http.StatusBadRequest, "in a class your name cannot be empty: type your name")
+
+// The refusals of package model, which knows no HTTP: their reason words
+// and statuses (modelRefusal); their sentences are the model's errors'.
+var (
+	errLimit         = sentinel("limit", http.StatusRequestEntityTooLarge, "")
+	errUnknownMsg    = sentinel("unknown_message", http.StatusNotFound, "")
+	errInvalidName   = sentinel("invalid_name", http.StatusBadRequest, "")
+	errNotApplicable = sentinel("not_applicable", http.StatusConflict, "")
+)
+
+// ---- the store failed ---------------------------------------------------------
+// Built with failed, which keeps the cause for the log.
+
+// errCannotSave refuses a change the store could not commit.
+var errCannotSave = sentinel("store", http.StatusServiceUnavailable, "the lab cannot save right now; try again shortly")
+
+// errCannotRead refuses to show a session's timeline when the store could
+// not be read.
+var errCannotRead = sentinel("store", http.StatusServiceUnavailable, "the lab cannot read this session's history right now; try again shortly")
+
+// errDataUnavailable refuses a class request whose data the store failed
+// to read or write; errDataUnreadable an export or grades the store
+// failed to read.
+var (
+	errDataUnavailable = sentinel("store", http.StatusServiceUnavailable, "the lab cannot read or save its data right now; try again shortly")
+	errDataUnreadable  = sentinel("store", http.StatusServiceUnavailable, "the lab cannot read its data right now; try again shortly")
+)
+
+// errCredentialsUnchecked: the store could not be read to check the
+// request's credentials. Answered 503, not 401: a store outage must not
+// send the console to the login form.
+var errCredentialsUnchecked = sentinel("store", http.StatusServiceUnavailable, "the lab cannot check credentials right now; try again shortly")
+
+// errLoginUnsaved: the store could not save a console login.
+var errLoginUnsaved = sentinel("store", http.StatusServiceUnavailable, "the lab cannot save the login right now; try again shortly")
+
+// ---- refusals of requests -------------------------------------------------------
+
+// errForbidden refuses a request whose credentials do not reach its target.
+var errForbidden = sentinel("forbidden", http.StatusForbidden, "these credentials do not give access to this: a class key opens its own class only")
+
+// errForeignOrigin refuses a WebSocket handshake from a page of an origin
+// that may not open one (the origin is added).
+var errForeignOrigin = sentinel("forbidden", http.StatusForbidden, "this page's origin may not open the lab's WebSockets")
+
+// errCredentialsRequired refuses a request for an instructor's route
+// without instructor credentials (or with wrong ones); errTooManyFailures
+// an address past its allowance of wrong ones.
+var (
+	errCredentialsRequired = sentinel("unauthorized", http.StatusUnauthorized, "instructor credentials required: log in at /instructor/login or send Authorization: Bearer <token>")
+	errTooManyFailures     = sentinel("rate_limit", http.StatusTooManyRequests, "too many wrong instructor credentials from your address: wait a moment and try again")
+)
+
+// errNotUpgrade refuses a request for a WebSocket endpoint that is not a
+// WebSocket handshake.
+var errNotUpgrade = sentinel("invalid_request", http.StatusUpgradeRequired, "this address takes a WebSocket upgrade")
+
+// errNotSessionID answers a session address whose id is not a session UUID.
+var errNotSessionID = sentinel("unknown_session", http.StatusNotFound, "no lab session here: the address must end in a session UUID")
+
+// errNoSuchClass answers a class id the store does not hold (or that is
+// no class id at all).
+var errNoSuchClass = sentinel("unknown_class", http.StatusNotFound, "no such class")
+
+// errNotJSON refuses a request body not sent as application/json (which
+// other sites' forms cannot send).
+var errNotJSON = sentinel("invalid_request", http.StatusUnsupportedMediaType, "the body must be JSON, sent with Content-Type: application/json")
+
+// errClosing refuses a new WebSocket before the upgrade while the server
+// shuts down, so that a reconnecting page simply retries.
+var errClosing = sentinel("shutting_down", http.StatusServiceUnavailable, "the lab server is shutting down; try again in a moment")
+
+// ---- refusals of connections ----------------------------------------------------
+// Answered with a close (refusalClose), or before the upgrade (errAddrFull).
 
 // errLabFull refuses a connection past a connection cap (all, per session,
 // per client address, or the address's rate of new ones).
-var errLabFull = errors.New("the lab is full right now")
+var errLabFull = sentinel("full", http.StatusServiceUnavailable, "the lab is full right now")
 
 // errAddrFull and errTabsFull are errLabFull for one client address (too
 // many connections open, or opened lately) and for one session's tabs.
 var (
-	errAddrFull = fmt.Errorf("%w: too many connections from your network", errLabFull)
-	errTabsFull = fmt.Errorf("%w: this session has too many tabs open", errLabFull)
+	errAddrFull = errLabFull.narrower(http.StatusTooManyRequests, ": too many connections from your network")
+	errTabsFull = errLabFull.narrower(http.StatusServiceUnavailable, ": this session has too many tabs open")
 )
 
+// ---- what ends a connection or the server's readiness ---------------------------
+
 // errNotUTF8 ends a connection that sent a text frame that is not UTF-8.
-var errNotUTF8 = errors.New("closed: a text frame was not valid UTF-8")
+var errNotUTF8 = sentinel("invalid_frame", http.StatusBadRequest, "closed: a text frame was not valid UTF-8")
 
-// errSessionExpiring refuses a connection to a session the janitor is
-// deleting at this very moment; a retry gets a fresh session.
-var errSessionExpiring = errors.New("this session expired and is being removed; try again shortly")
+// errRateAbuse ends a connection that kept sending over its rate limit.
+var errRateAbuse = sentinel("rate_limit", http.StatusTooManyRequests, "closed: kept sending over the frame rate limit")
 
-// errPredictionRequired refuses a student's delivery without a prediction
-// in a session whose class requires predictions (Server.RequirePredictions).
-var errPredictionRequired = errors.New(`say what you expect before delivering: add "predict" (accepted, ignored, unresolved or diagnostic)`)
-
-// errNameTaken refuses a class member's rename to a name another member of
-// the class has (compared as at the door: store.NameKey).
-var errNameTaken = errors.New("someone in this class already has that name; add an initial or a number to yours")
-
-// errNameRequired refuses a class member's rename to a blank name: a class
-// needs names (the door asks for one). Its reason is invalid_name.
-var errNameRequired = errors.New("in a class your name cannot be empty: type your name")
+// Two errors are no refusals, and no client reads them: errWriteTimeout
+// is a write that did not finish within the write timeout (the connection
+// is dropped), errAnswered says a join handler has already written its page
+// (join.go).
+var (
+	errWriteTimeout = errors.New("the write timed out")
+	errAnswered     = errors.New("answered")
+)
 
 // errShuttingDown refuses new connections once the server is closing.
-var errShuttingDown = errors.New("the lab is shutting down")
+var errShuttingDown = sentinel("shutting_down", http.StatusServiceUnavailable, "the lab is shutting down")
 
 // errNotListening makes /readyz fail while a replica cannot hear the
 // changes other replicas store (its listening connection is down).
-var errNotListening = errors.New("not listening to the database's changes from other replicas")
+var errNotListening = sentinel("not_listening", http.StatusServiceUnavailable, "not listening to the database's changes from other replicas")
 
 // refusal is how a refused change is reported: a stable reason word (for
 // programs and metrics) and the text people read.
@@ -83,48 +239,47 @@ type refusal struct {
 	text   string
 }
 
-// classify is the one place that turns an error into what a client reads.
-// Errors that are not the client's to see are logged and hidden. The reason
-// words are listed in docs/protocol.md and docs/instructor.md.
+// classify is the one place that turns an error into what a client reads:
+// an Error's reason and sentence (the sentinel's alone when the store
+// failed underneath, whose cause is logged). Errors that are not the
+// client's to see are logged and hidden. The reason words are listed in
+// docs/protocol.md and docs/instructor.md.
 func classify(log *slog.Logger, err error) refusal {
-	var fe *frameError
+	e := refusalOf(err)
+	switch {
+	case e == nil || e.Reason == "":
+		log.Error("refusing a change", "err", err)
+		return refusal{"internal", "internal error: the change was not applied"}
+	case e.cause != nil:
+		log.Warn("refusing a change: the store failed", "err", e.cause)
+		return refusal{e.Reason, e.Text}
+	}
+	return refusal{e.Reason, err.Error()}
+}
+
+// refusalOf is the Error err is a case of, or nil.
+func refusalOf(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return modelRefusal(err)
+}
+
+// modelRefusal is the Error of one of package model's refusals, or nil.
+func modelRefusal(err error) *Error {
 	var le *model.LimitError
 	switch {
-	case errors.As(err, &fe):
-		return refusal{"invalid_frame", err.Error()}
 	case errors.As(err, &le):
-		return refusal{"limit", err.Error()}
+		return errLimit
 	case errors.Is(err, model.ErrUnknownMessage):
-		return refusal{"unknown_message", err.Error()}
-	case errors.Is(err, errSessionBusy):
-		return refusal{"busy", err.Error()}
-	case errors.Is(err, errTooManyFrames):
-		return refusal{"rate_limit", err.Error()}
-	case errors.Is(err, errCannotSave):
-		log.Warn("refusing a change: the store failed", "err", err)
-		return refusal{"store", errCannotSave.Error()}
-	case errors.Is(err, errCannotRead):
-		log.Warn("refusing a timeline: the store failed", "err", err)
-		return refusal{"store", errCannotRead.Error()}
-	case errors.Is(err, errNameRequired):
-		return refusal{"invalid_name", err.Error()}
+		return errUnknownMsg
 	case errors.Is(err, model.ErrInvalidName):
-		return refusal{"invalid_name", err.Error()}
-	case errors.Is(err, errNameTaken):
-		return refusal{"name_taken", err.Error()}
+		return errInvalidName
 	case errors.Is(err, model.ErrPresetNotApplicable):
-		return refusal{"not_applicable", err.Error()}
-	case errors.Is(err, errUnknownSession):
-		return refusal{"unknown_session", err.Error()}
-	case errors.Is(err, errTooManySessions):
-		return refusal{"full", err.Error()}
-	case errors.Is(err, errSessionExpiring):
-		return refusal{"expiring", err.Error()}
-	case errors.Is(err, errPredictionRequired):
-		return refusal{"prediction_required", err.Error()}
+		return errNotApplicable
 	}
-	log.Error("refusing a change", "err", err)
-	return refusal{"internal", "internal error: the change was not applied"}
+	return nil
 }
 
 // closeReason is a WebSocket close the server sends: the code and the
@@ -188,38 +343,9 @@ func refusalClose(err error) closeReason {
 	return closeFull
 }
 
-// requestError refuses an HTTP request with a status and the sentence the
-// client reads. Handlers return it (or echo's *HTTPError, which the router
-// and middleware return); httpErrorHandler shapes it for the route.
-type requestError struct {
-	status int
-	msg    string
-}
-
-func (e *requestError) Error() string { return e.msg }
-
-func requestErrorf(status int, format string, args ...any) error {
-	return &requestError{status: status, msg: fmt.Sprintf(format, args...)}
-}
-
-func badRequest(format string, args ...any) error {
-	return requestErrorf(http.StatusBadRequest, format, args...)
-}
-
 // apiErrorBody is every JSON error: {"error": "…"}.
 type apiErrorBody struct {
 	Error string `json:"error"`
-}
-
-// answersJSON reports whether a request's errors are JSON rather than an
-// HTML page: the API, /metrics, the probes, /exercise.json, the student page's diagram and the WebSocket endpoints
-// (whose callers are programs, or browsers that never show the body).
-// Everything else is a page for people.
-func answersJSON(r *http.Request) bool {
-	p := r.URL.Path
-	return p == "/api" || strings.HasPrefix(p, "/api/") || p == "/metrics" || p == "/healthz" || p == "/readyz" || p == "/exercise.json" ||
-		p == "/instructor/ws" || (strings.HasPrefix(p, "/lab/") && (strings.HasSuffix(p, "/ws") || strings.HasSuffix(p, "/class") || strings.HasSuffix(p, "/diagram.svg"))) ||
-		isUpgrade(r)
 }
 
 // isUpgrade reports whether r asks for a WebSocket.
@@ -227,20 +353,123 @@ func isUpgrade(r *http.Request) bool {
 	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
 }
 
-// httpErrorHandler is the one place an HTTP error becomes a response:
-// {"error": "…"} for JSON routes, a small HTML page for the others, with the
-// status the handler chose. Errors that are not the client's to see are
-// logged and answered 500.
+// errorRenderer is how a group of routes answers its errors. routes.go
+// chooses one for each group it registers (routeGroup), so that a route's
+// errors are JSON or a page because of the group it is in.
+type errorRenderer int
+
+const (
+	pageErrors errorRenderer = iota // a small HTML page (errorPage), for people
+	jsonErrors                      // {"error": "…"}, for programs (and WebSockets, whose body no browser shows)
+)
+
+// write answers status with msg.
+func (r errorRenderer) write(c echo.Context, status int, msg string) error {
+	if r == jsonErrors {
+		return c.JSON(status, apiErrorBody{msg})
+	}
+	c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+	c.Response().WriteHeader(status)
+	return errorPage.Execute(c.Response(), struct {
+		Status int
+		Title  string
+		Text   string
+	}{status, http.StatusText(status), msg})
+}
+
+// errorRenderers is which renderer answers each route's errors, as the
+// groups registered them. Filled by routes before serving, then only read.
+type errorRenderers struct {
+	byRoute  map[string]errorRenderer // by echo's route path
+	byPrefix map[string]errorRenderer // a group's prefix: for paths under it that nothing serves
+}
+
+// of is the renderer of c's route. Echo names the route for a wrong method
+// too (it answers 405 with the route's path). A path nothing serves is
+// answered by the group whose prefix holds it; else a WebSocket handshake
+// gets JSON (its caller is a program, or a browser that never shows the
+// body), anything else a page.
+func (t *errorRenderers) of(c echo.Context) errorRenderer {
+	if r, ok := t.byRoute[c.Path()]; ok {
+		return r
+	}
+	p := c.Request().URL.Path
+	for prefix, r := range t.byPrefix {
+		if p == prefix || strings.HasPrefix(p, prefix+"/") {
+			return r
+		}
+	}
+	if isUpgrade(c.Request()) {
+		return jsonErrors
+	}
+	return pageErrors
+}
+
+// routeGroup registers routes whose errors one renderer answers: the
+// group a route is registered in, not its path, decides whether its
+// errors are JSON or a page (routes.go).
+type routeGroup struct {
+	e      *echo.Echo
+	prefix string
+	render errorRenderer
+	table  *errorRenderers
+}
+
+// routeGroup starts a group of routes under prefix ("" for none) whose
+// errors render answers, unknown paths under a non-empty prefix included.
+func (s *Server) routeGroup(e *echo.Echo, prefix string, render errorRenderer) routeGroup {
+	t := &s.renderers
+	if t.byRoute == nil {
+		t.byRoute, t.byPrefix = map[string]errorRenderer{}, map[string]errorRenderer{}
+	}
+	if prefix != "" {
+		t.byPrefix[prefix] = render
+	}
+	return routeGroup{e: e, prefix: prefix, render: render, table: t}
+}
+
+func (g routeGroup) GET(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
+	g.add(g.e.GET(g.prefix+path, h, m...))
+}
+
+func (g routeGroup) POST(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
+	g.add(g.e.POST(g.prefix+path, h, m...))
+}
+
+func (g routeGroup) DELETE(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
+	g.add(g.e.DELETE(g.prefix+path, h, m...))
+}
+
+// StaticFS serves fsys under path.
+func (g routeGroup) StaticFS(path string, fsys fs.FS) {
+	g.add(g.e.StaticFS(g.prefix+path, fsys))
+}
+
+func (g routeGroup) add(r *echo.Route) {
+	if old, ok := g.table.byRoute[r.Path]; ok && old != g.render {
+		panic("route " + r.Path + " registered in two groups with different error renderers")
+	}
+	g.table.byRoute[r.Path] = g.render
+}
+
+// httpErrorHandler is the one place an HTTP error becomes a response: the
+// status and sentence of an Error (the sentinel's alone when the store
+// failed underneath, whose cause is logged) or of echo's *HTTPError (which
+// the router and middleware return), written by the route group's
+// renderer. Errors that are not the client's to see are logged and
+// answered 500.
 func (s *Server) httpErrorHandler(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
 	status, msg := http.StatusInternalServerError, "internal error"
-	var re *requestError
 	var he *echo.HTTPError
-	switch {
-	case errors.As(err, &re):
-		status, msg = re.status, re.msg
+	switch e := refusalOf(err); {
+	case e != nil && e.cause != nil:
+		s.log.Error("answering a request: the store failed", "path", c.Request().URL.Path, "err", e.cause)
+		status, msg = e.Status, e.Text
+	case e != nil:
+		status, msg = e.Status, err.Error()
 	case errors.As(err, &he):
 		status = he.Code
 		if m, ok := he.Message.(string); ok && he.Internal == nil {
@@ -260,19 +489,10 @@ func (s *Server) httpErrorHandler(err error, c echo.Context) {
 		s.log.Error("answering a request", "path", c.Request().URL.Path, "err", err)
 	}
 	var werr error
-	switch {
-	case c.Request().Method == http.MethodHead:
+	if c.Request().Method == http.MethodHead {
 		werr = c.NoContent(status)
-	case answersJSON(c.Request()):
-		werr = c.JSON(status, apiErrorBody{msg})
-	default:
-		c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
-		c.Response().WriteHeader(status)
-		werr = errorPage.Execute(c.Response(), struct {
-			Status int
-			Title  string
-			Text   string
-		}{status, http.StatusText(status), msg})
+	} else {
+		werr = s.renderers.of(c).write(c, status, msg)
 	}
 	if werr != nil {
 		s.log.Warn("writing an error response", "path", c.Request().URL.Path, "err", werr)

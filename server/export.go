@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -18,17 +19,16 @@ func (s *Server) exportSession(c echo.Context) error {
 		return err
 	}
 	if !grantFrom(c).allows(s.classOfSession(id)) {
-		return requestErrorf(http.StatusForbidden, "%v", errForbidden)
+		return errForbidden
 	}
 	ctx := c.Request().Context()
 	recs, err := s.cfg.Store.Events(ctx, id)
 	if err != nil {
-		s.cfg.Logger.Error("exporting a session", "session", id, "err", err)
-		return requestErrorf(http.StatusServiceUnavailable, "the lab cannot read its data right now; try again shortly")
+		return failed(errDataUnreadable, "exporting session "+id, err)
 	}
 	_, held := s.find(id)
 	if len(recs) == 0 && !held {
-		return requestErrorf(http.StatusNotFound, "%v %s", errUnknownSession, id)
+		return fmt.Errorf("%w %s", errUnknownSession, id)
 	}
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentType, "application/x-ndjson")
@@ -45,7 +45,7 @@ func (s *Server) exportSession(c echo.Context) error {
 func (s *Server) exportCSV(c echo.Context) error {
 	sessions, err := s.cfg.Store.Sessions(c.Request().Context())
 	if err != nil {
-		return s.storeFailed("exporting sessions", err)
+		return failed(errDataUnavailable, "exporting sessions", err)
 	}
 	return s.writeCSV(c, "lab-events.csv", sessions)
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"strconv"
 
@@ -10,18 +9,6 @@ import (
 	"github.com/toolcall-lab/lab/model"
 	"github.com/toolcall-lab/lab/model/jsjson"
 )
-
-// frameError refuses a client frame that does not fit the protocol. Its text
-// goes to the client as is.
-type frameError struct{ msg string }
-
-func (e *frameError) Error() string { return e.msg }
-
-// badFrame builds the frameError that refuses a frame; conn.sendError and
-// session.refuse send it.
-func badFrame(format string, args ...any) error {
-	return &frameError{msg: fmt.Sprintf(format, args...)}
-}
 
 // decodeFrame is the one place client frames are decoded. It parses with the
 // same JSON.parse-exact parser as replies, so a raw reply reaches the model

@@ -146,8 +146,7 @@ func (s *Server) classGrades(c echo.Context) error {
 func (s *Server) serveGrades(c echo.Context, filename string, keep func(store.Session) bool) error {
 	rows, err := gradeRows(c.Request().Context(), s.cfg.Store, keep)
 	if err != nil {
-		s.cfg.Logger.Error("grading sessions", "err", err)
-		return requestErrorf(http.StatusServiceUnavailable, "the lab cannot read its data right now; try again shortly")
+		return failed(errDataUnreadable, "grading sessions", err)
 	}
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")

@@ -33,14 +33,6 @@ func grantFrom(c echo.Context) grant {
 	return g
 }
 
-// errForbidden refuses a request whose credentials do not reach its target.
-var errForbidden = errors.New("these credentials do not give access to this: a class key opens its own class only")
-
-// errCredentialsUnchecked: the store could not be read to check the
-// request's credentials. Answered 503, not 401: a store outage must not
-// send the console to the login form.
-var errCredentialsUnchecked = errors.New("the lab cannot check credentials right now; try again shortly")
-
 // grantOf resolves a request's credentials: a bearer secret (the token or a
 // class key) or a console login cookie. ok is false for missing or wrong
 // credentials; err is errCredentialsUnchecked when the store failed.
@@ -119,7 +111,7 @@ func (s *Server) credentialOf(ctx context.Context, class string) (hash [32]byte,
 func serverWide(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if !grantFrom(c).all {
-			return requestErrorf(http.StatusForbidden, "%v", errForbidden)
+			return errForbidden
 		}
 		return next(c)
 	}

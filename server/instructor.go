@@ -34,11 +34,11 @@ func (s *Server) instructorSocket(c echo.Context) error {
 			return err
 		}
 	} else if !grantFrom(c).all {
-		return requestErrorf(http.StatusForbidden, "%v", errForbidden)
+		return errForbidden
 	}
 	if s.isClosing() {
 		c.Response().Header().Set("Retry-After", "1")
-		return requestErrorf(http.StatusServiceUnavailable, "the lab server is shutting down; try again in a moment")
+		return errClosing
 	}
 	ws, err := s.accept(c)
 	if err != nil {

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -81,12 +80,6 @@ func minFrameBytes(l model.Limits) int64 {
 func maxStateFrameBytes(l model.Limits) int64 {
 	return 6*int64(l.MaxHeldBytes+l.MaxReplyBytes) + 256*int64(l.MaxHeld) + 1024*int64(l.MaxReceipts) + 64<<10
 }
-
-// errTooManyFrames refuses a frame over the connection's rate limit.
-var errTooManyFrames = errors.New("too many frames")
-
-// errRateAbuse ends a connection that kept sending over its rate limit.
-var errRateAbuse = errors.New("closed: kept sending over the frame rate limit")
 
 // frameLimit is one connection's frame rate limit. Frames over it are
 // refused; refusals have an allowance of their own (the burst, refilled at a

@@ -60,6 +60,8 @@ type Server struct {
 	// projectorHTML is a class's projector page; joinTmpl the join pages.
 	projectorHTML []byte
 	joinTmpl      *template.Template
+	// renderers is which renderer answers each route's errors (routes.go).
+	renderers errorRenderers
 
 	mu        sync.Mutex
 	sessions  map[string]*session
@@ -151,7 +153,14 @@ func (s *Server) Start(ctx context.Context) error {
 	s.started = true
 	s.mu.Unlock()
 
+	// ln is stopped on the way out unless it was handed to the Server
+	// (for Shutdown to stop): on any error, or when Shutdown came first.
 	var ln *listener
+	defer func() {
+		if ln != nil {
+			ln.stop()
+		}
+	}()
 	if l, ok := s.cfg.Store.(store.Listener); ok {
 		var err error
 		if ln, err = s.startListener(l); err != nil {
@@ -160,16 +169,10 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	loaded, err := s.load(ctx)
 	if err != nil {
-		if ln != nil {
-			ln.stop()
-		}
 		return err
 	}
 	classOf, err := s.loadMembers(ctx, loaded)
 	if err != nil {
-		if ln != nil {
-			ln.stop()
-		}
 		return err
 	}
 	if err := s.loadSettings(ctx, loaded, classOf); err != nil {
@@ -185,15 +188,11 @@ func (s *Server) Start(ctx context.Context) error {
 	for id, class := range classOf {
 		s.classOf[id] = class
 	}
-	closing := s.closing
-	if !closing {
+	if !s.closing {
 		s.janitor = s.startJanitor()
-		s.listener = ln
+		s.listener, ln = ln, nil
 	}
 	s.mu.Unlock()
-	if closing && ln != nil {
-		ln.stop()
-	}
 	return nil
 }
 

@@ -224,7 +224,7 @@ func (s *session) recentChanges() ([]timelineEntry, error) {
 	seq := s.lab.Seq()
 	recs, err := s.store.EventsAfter(context.Background(), s.id, seq-min(seq, maxTimeline))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errCannotRead, err)
+		return nil, failed(errCannotRead, "reading a timeline", err)
 	}
 	return timelineFrom(recs, s.lab), nil
 }
@@ -392,7 +392,7 @@ func (s *session) apply(p pending) {
 				return
 			}
 			if err := s.catchUp(); err != nil {
-				s.refuse(p, fmt.Errorf("%w: %w", errCannotSave, err))
+				s.refuse(p, failed(errCannotSave, "storing a change", err))
 				return
 			}
 			continue
@@ -402,7 +402,7 @@ func (s *session) apply(p pending) {
 				s.unreserve(s)
 			}
 			s.undoRename(ev, oldName)
-			s.refuse(p, fmt.Errorf("%w: %w", errCannotSave, err))
+			s.refuse(p, failed(errCannotSave, "storing a change", err))
 			return
 		}
 		if err := s.lab.Commit(change); err != nil {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -25,7 +26,7 @@ func (s *Server) newSession(c echo.Context) error {
 func sessionID(c echo.Context) (string, error) {
 	id := c.Param("id")
 	if !canonicalID(id) {
-		return "", requestErrorf(http.StatusNotFound, "no lab session here: the address must end in a session UUID")
+		return "", errNotSessionID
 	}
 	return id, nil
 }
@@ -63,13 +64,13 @@ func (s *Server) studentSocket(c echo.Context) error {
 		// Refused before the upgrade, so a reconnecting page simply retries.
 		s.metrics.connectRefused.WithLabelValues("shutting_down").Inc()
 		c.Response().Header().Set("Retry-After", "1")
-		return requestErrorf(http.StatusServiceUnavailable, "the lab server is shutting down; try again in a moment")
+		return errClosing
 	}
 	addr := c.RealIP()
 	if !s.addrs.Enter(addr, s.cfg.MaxAddrConns) {
 		s.metrics.connectRefused.WithLabelValues("address").Inc()
 		c.Response().Header().Set("Retry-After", "10")
-		return requestErrorf(http.StatusTooManyRequests, "%v (%d open, the most the lab takes from one address)", errAddrFull, s.cfg.MaxAddrConns)
+		return fmt.Errorf("%w (%d open, the most the lab takes from one address)", errAddrFull, s.cfg.MaxAddrConns)
 	}
 	// handedOver: the connection's goroutine leaves addr and ends the
 	// hold instead (see the end).
