@@ -5,6 +5,7 @@ import (
 	"encoding/gob"
 	"errors"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"time"
@@ -79,6 +80,10 @@ func serveChild(asCap, budget string) int {
 	debug.SetMemoryLimit(2 * b.Heap)
 	debug.SetMaxStack(64 << 20)
 	go watchHeap(b.Heap, time.Millisecond)
+	// Programs run on this goroutine's thread only, so that its CPU clock
+	// (Linux's per-thread clock id for a tid) is the program's time.
+	runtime.LockOSThread()
+	threadClock = int32(^unix.Gettid()<<3 | 6)
 
 	in := bufio.NewReader(os.Stdin)
 	out := bufio.NewWriter(os.Stdout)

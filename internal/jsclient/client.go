@@ -23,10 +23,11 @@ import (
 // and never touches, which RLIMIT_AS would count); see docs/limits.md.
 const SandboxMemory = 256 << 20
 
-// grace is how long past a call's budget the lab waits for the sandbox to
-// answer before killing it: an interrupt cannot reach a builtin (a long
-// join, a regular expression backtracking) until it returns.
-const grace = time.Second
+// grace is how long past a call's budget (CPU time in the sandbox) the lab
+// waits on the wall clock for its answer before killing it: an interrupt
+// cannot reach some builtins (a regular expression backtracking) until they
+// return, and a busy machine may keep the sandbox off a core for a while.
+const grace = 2 * time.Second
 
 // slots lets one sandbox run at a time in the whole server: a check is CPU
 // work, and its memory is then the cap once, not once per session.

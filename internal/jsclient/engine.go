@@ -8,11 +8,13 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/parser"
+	"golang.org/x/sys/unix"
 )
 
 // This file is the engine itself: it runs in the sandbox process (child.go)
@@ -146,6 +148,22 @@ var (
 	errMemory    = errors.New("memory")
 )
 
+// threadClock is the CPU clock of the thread the sandbox runs programs on
+// (child.go locks it); 0 in the lab's own process, where the wall clock
+// stands in.
+var threadClock int32
+
+// cpuNow is the time the program's thread has run.
+func cpuNow() time.Duration {
+	if threadClock != 0 {
+		var ts unix.Timespec
+		if unix.ClockGettime(threadClock, &ts) == nil {
+			return time.Duration(ts.Nano())
+		}
+	}
+	return time.Duration(time.Now().UnixNano())
+}
+
 // current is the runtime running a call now, for the memory watchdog.
 var current atomic.Pointer[goja.Runtime]
 
@@ -262,13 +280,31 @@ func (in *instance) guard(what string, f func() error) (err error) {
 	}
 	rt := in.rt
 	rt.ClearInterrupt()
-	start := time.Now()
-	timer := time.AfterFunc(limit, func() { rt.Interrupt(reason) })
+	start := cpuNow()
+	var timer *time.Timer
+	var mu sync.Mutex
+	var check func()
+	// The timer runs on the wall clock; the budget is CPU time, so that a
+	// busy machine does not fail a program that waited for a core.
+	check = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if spent := cpuNow() - start; spent < limit {
+			timer = time.AfterFunc(limit-spent, check)
+			return
+		}
+		rt.Interrupt(reason)
+	}
+	mu.Lock()
+	timer = time.AfterFunc(limit, check)
+	mu.Unlock()
 	current.Store(rt)
 	defer func() {
 		current.Store(nil)
+		mu.Lock()
 		timer.Stop()
-		p.used += time.Since(start)
+		mu.Unlock()
+		p.used += cpuNow() - start
 		if x := recover(); x != nil {
 			err = in.describe(what, x)
 		}
