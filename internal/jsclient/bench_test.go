@@ -1,0 +1,83 @@
+package jsclient
+
+import (
+	"context"
+	"testing"
+)
+
+const benchReply = `{"runId":"run-1","callId":"lookup","kind":"completed","output":"Answer for run-1"}`
+
+// Load: start a sandbox, compile the seed's module, run its top level once.
+func BenchmarkLoad(b *testing.B) {
+	src := read(b, "ToolCall.res.js")
+	for b.Loop() {
+		_, s, err := Load(context.Background(), src, Budget{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+	}
+}
+
+// A fresh instance (a new runtime running the compiled program) in the sandbox.
+func BenchmarkNewClient(b *testing.B) {
+	newClient, _ := load(b, read(b, "ToolCall.res.js"), Budget{Total: 1 << 62})
+	for b.Loop() {
+		if _, err := newClient(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// One receive and one view of the seed's module, through the sandbox.
+func BenchmarkReceiveView(b *testing.B) {
+	newClient, _ := load(b, read(b, "ToolCall.res.js"), Budget{Total: 1 << 62})
+	c, _ := newClient()
+	call, _ := c.Begin("run-1", "lookup")
+	for b.Loop() {
+		next, _, err := c.Receive(call, benchReply)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.View(next); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// The same in the lab's own process: what the engine costs without the pipe.
+func BenchmarkReceiveViewInProcess(b *testing.B) {
+	p, err := compileSource(read(b, "ToolCall.res.js"), Budget{Total: 1 << 62})
+	if err != nil {
+		b.Fatal(err)
+	}
+	in, err := p.newInstance()
+	if err != nil {
+		b.Fatal(err)
+	}
+	call, _ := in.begin("run-1", "lookup")
+	for b.Loop() {
+		in.handles = in.handles[:1]
+		next, _, err := in.update(1, call, benchReply)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := in.view(next); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// A fresh instance in process, with its memory.
+func BenchmarkNewInstanceInProcess(b *testing.B) {
+	p, err := compileSource(read(b, "ToolCall.res.js"), Budget{Total: 1 << 62})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.newInstance(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,192 @@
+package jsclient
+
+import (
+	"bufio"
+	"encoding/gob"
+	"errors"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The sandbox is a child process: the lab's own executable started again
+// with childEnv set, which init below turns into the engine's loop before
+// main runs. Its writable memory is capped with setrlimit, so that whatever
+// a program does (an allocation inside a native builtin included, which no
+// interrupt can reach) it cannot take the lab's memory; the parent kills it
+// when a call overruns its time.
+
+const (
+	childEnv    = "LAB_JSCLIENT_SANDBOX" // its value: the memory cap in bytes
+	childBudEnv = "LAB_JSCLIENT_BUDGET"  // total,perCall,heap,result in ns and bytes
+)
+
+type op uint8
+
+const (
+	opLoad op = iota + 1
+	opNew
+	opBegin
+	opReceive
+	opExpire
+	opView
+)
+
+type request struct {
+	Op   op
+	Inst int
+	Call int
+	A, B string
+}
+
+type response struct {
+	Inst, Call int
+	Notice     string
+	JSON       []byte
+	Err        string
+	Kind       SourceErrorKind // for opLoad and opNew
+	Line, Col  int
+	CallKind   CallErrorKind
+	Used       time.Duration
+}
+
+func init() {
+	v, ok := os.LookupEnv(childEnv)
+	if !ok {
+		return
+	}
+	os.Exit(serveChild(v, os.Getenv(childBudEnv)))
+}
+
+// maxInstances is how many cases' instances the sandbox keeps: the host
+// drives one case at a time, and an older instance's calls are refused.
+const maxInstances = 4
+
+func serveChild(asCap, budget string) int {
+	b := parseBudget(budget)
+	if n, err := strconv.ParseInt(asCap, 10, 64); err == nil && n > 0 && !raceBuild {
+		lim := unix.Rlimit{Cur: uint64(n), Max: uint64(n)}
+		if err := unix.Setrlimit(unix.RLIMIT_DATA, &lim); err != nil {
+			return 3
+		}
+	}
+	// The collector keeps garbage near the cap, so that the watchdog sees
+	// mostly what the program holds; at the cap itself the collector would
+	// run without end and starve the watchdog.
+	debug.SetMemoryLimit(2 * b.Heap)
+	debug.SetMaxStack(64 << 20)
+	go watchHeap(b.Heap, time.Millisecond)
+	// Programs run on this goroutine's thread only, so that its CPU clock
+	// (Linux's per-thread clock id for a tid) is the program's time.
+	runtime.LockOSThread()
+	threadClock = int32(^unix.Gettid()<<3 | 6)
+
+	in := bufio.NewReader(os.Stdin)
+	out := bufio.NewWriter(os.Stdout)
+	dec, enc := gob.NewDecoder(in), gob.NewEncoder(out)
+	var prog *program
+	instances := map[int]*instance{}
+	nextInst := 0
+	for {
+		var req request
+		if err := dec.Decode(&req); err != nil {
+			return 0 // the lab closed the pipe
+		}
+		var resp response
+		fail := func(err error) {
+			resp.Err = err.Error()
+			var se *SourceError
+			if errors.As(err, &se) {
+				resp.Kind, resp.Line, resp.Col = se.Kind, se.Line, se.Column
+			}
+			var ce *CallError
+			if errors.As(err, &ce) {
+				resp.CallKind = ce.Kind
+			}
+		}
+		inst := instances[req.Inst]
+		switch {
+		case req.Op == opLoad:
+			p, err := compileSource(req.A, b)
+			if err != nil {
+				fail(err)
+				break
+			}
+			prog = p
+			// One instance now, so that a missing function or a throw at the
+			// top level is a load error rather than every case's.
+			if _, err := prog.newInstance(); err != nil {
+				fail(err)
+			}
+		case prog == nil:
+			fail(errors.New("no program is loaded"))
+		case req.Op == opNew:
+			i, err := prog.newInstance()
+			if err != nil {
+				fail(err)
+				break
+			}
+			nextInst++
+			instances[nextInst] = i
+			delete(instances, nextInst-maxInstances)
+			resp.Inst = nextInst
+		case inst == nil:
+			fail(&CallError{Kind: BadResult, Message: "This case's instance of the module has been discarded."})
+		case req.Op == opBegin:
+			id, err := inst.begin(req.A, req.B)
+			resp.Call = id
+			if err != nil {
+				fail(err)
+			}
+		case req.Op == opReceive:
+			id, n, err := inst.update(1, req.Call, req.A)
+			resp.Call, resp.Notice = id, n
+			if err != nil {
+				fail(err)
+			}
+		case req.Op == opExpire:
+			id, n, err := inst.update(2, req.Call, req.A, req.B)
+			resp.Call, resp.Notice = id, n
+			if err != nil {
+				fail(err)
+			}
+		case req.Op == opView:
+			j, err := inst.view(req.Call)
+			resp.JSON = j
+			if err != nil {
+				fail(err)
+			}
+		}
+		if prog != nil {
+			resp.Used = prog.used
+		}
+		if err := enc.Encode(&resp); err != nil {
+			return 0
+		}
+		if err := out.Flush(); err != nil {
+			return 0
+		}
+	}
+}
+
+func formatBudget(b Budget) string {
+	return strconv.FormatInt(int64(b.Total), 10) + "," + strconv.FormatInt(int64(b.PerCall), 10) + "," +
+		strconv.FormatInt(b.Heap, 10) + "," + strconv.Itoa(b.Result)
+}
+
+func parseBudget(s string) Budget {
+	var n [4]int64
+	for i := range n {
+		j := 0
+		for j < len(s) && s[j] != ',' {
+			j++
+		}
+		n[i], _ = strconv.ParseInt(s[:j], 10, 64)
+		s = s[min(j+1, len(s)):]
+	}
+	return Budget{Total: time.Duration(n[0]), PerCall: time.Duration(n[1]), Heap: n[2], Result: int(n[3])}.withDefaults()
+}

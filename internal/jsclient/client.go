@@ -1,0 +1,350 @@
+package jsclient
+
+import (
+	"bufio"
+	"context"
+	"encoding/gob"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/toolcall-lab/lab/model"
+)
+
+// SandboxMemory is the sandbox's cap on writable memory (RLIMIT_DATA: what
+// it has mapped to write, not the address space the Go runtime reserves
+// and never touches, which RLIMIT_AS would count); see docs/limits.md.
+const SandboxMemory = 256 << 20
+
+// grace is how long past a call's budget (CPU time in the sandbox) the lab
+// waits on the wall clock for its answer before killing it: an interrupt
+// cannot reach some builtins (a regular expression backtracking) until they
+// return, and a busy machine may keep the sandbox off a core for a while.
+const grace = 2 * time.Second
+
+// slots lets one sandbox run at a time in the whole server: a check is CPU
+// work, and its memory is then the cap once, not once per session.
+var slots = make(chan struct{}, 1)
+
+// Submission is a loaded program and the sandbox that runs it. Its methods
+// and its clients' are safe for one goroutine at a time.
+type Submission struct {
+	budget Budget
+
+	mu     sync.Mutex // guards everything below; held over one round trip
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	enc    *gob.Encoder
+	dec    *gob.Decoder
+	stderr *tail
+	dead   error // set when the sandbox is gone: every later call fails with it
+	used   time.Duration
+	spent  bool
+	closed bool
+	peak   int64 // the sandbox's peak resident memory, once it has ended
+}
+
+// Load starts a sandbox, loads source into it and returns the way to make
+// a fresh instance of the module for each case. It waits for the server's
+// one sandbox slot, up to ctx. A source the lab cannot run is a
+// *SourceError (syntax, import, export form, missing function, a throw at
+// the top level). The caller must Close the Submission.
+func Load(ctx context.Context, source string, b Budget) (model.NewClient, *Submission, error) {
+	b = b.withDefaults()
+	select {
+	case slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+	s, err := start(b)
+	if err != nil {
+		<-slots
+		return nil, nil, err
+	}
+	resp, err := s.roundTrip(request{Op: opLoad, A: source}, b.PerCall)
+	if err == nil && resp.Err != "" {
+		err = resp.sourceError()
+	}
+	if err != nil {
+		s.Close()
+		return nil, nil, err
+	}
+	return s.newClient, s, nil
+}
+
+// Spent says whether the program used all of its time (Budget.Total).
+func (s *Submission) Spent() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.spent
+}
+
+// Used is the time the program has run, as the sandbox counts it.
+func (s *Submission) Used() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.used
+}
+
+// PeakRSS is the most memory the sandbox held, in bytes, known once it
+// has ended (after Close).
+func (s *Submission) PeakRSS() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peak
+}
+
+// Close ends the sandbox and frees the server's slot. It is safe to call
+// more than once.
+func (s *Submission) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
+	s.stop(errors.New("the submission is closed"))
+	<-slots
+}
+
+func start(b Budget) (*Submission, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("jsclient: cannot find the lab's executable for the sandbox: %w", err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = []string{
+		childEnv + "=" + fmt.Sprint(SandboxMemory),
+		childBudEnv + "=" + formatBudget(b),
+		"GOMAXPROCS=1", // the program's thread and the collector's share one core
+		"GOTRACEBACK=none",
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // it dies with the lab
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	s := &Submission{budget: b, cmd: cmd, stdin: stdin, stderr: &tail{}}
+	cmd.Stderr = s.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("jsclient: cannot start the sandbox: %w", err)
+	}
+	s.enc = gob.NewEncoder(stdin)
+	s.dec = gob.NewDecoder(bufio.NewReader(stdout))
+	return s, nil
+}
+
+// stop kills the sandbox and waits for it; s.mu is held.
+func (s *Submission) stop(why error) {
+	if s.dead == nil {
+		s.dead = why
+	}
+	if s.cmd != nil {
+		_ = s.stdin.Close()
+		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Wait()
+		if ru, ok := s.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			s.peak = ru.Maxrss << 10 // Linux counts it in KiB
+		}
+		s.cmd = nil
+	}
+}
+
+// roundTrip sends one request and waits for its answer, at most limit plus
+// grace; past that it kills the sandbox.
+func (s *Submission) roundTrip(req request, limit time.Duration) (response, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var resp response
+	if s.dead != nil {
+		return resp, s.dead
+	}
+	if s.used >= s.budget.Total {
+		s.spent = true
+		return resp, &CallError{Kind: OutOfTime, Message: fmt.Sprintf("The program has used all of its %v of time.", s.budget.Total)}
+	}
+	var timedOut bool
+	var tm sync.Mutex
+	t := time.AfterFunc(limit+grace, func() {
+		tm.Lock()
+		timedOut = true
+		tm.Unlock()
+		_ = s.cmd.Process.Kill()
+	})
+	err := s.enc.Encode(&req)
+	if err == nil {
+		err = s.dec.Decode(&resp)
+	}
+	t.Stop()
+	tm.Lock()
+	killed := timedOut
+	tm.Unlock()
+	what := opName(req.Op)
+	if err != nil {
+		s.stop(s.crash(what, killed, limit))
+		s.used += limit
+		return resp, s.dead
+	}
+	s.used = resp.Used
+	if resp.CallKind == OutOfTime || s.used >= s.budget.Total {
+		s.spent = true
+	}
+	return resp, nil
+}
+
+// crash says why the sandbox ended in the middle of a call.
+func (s *Submission) crash(what string, killed bool, limit time.Duration) error {
+	out := s.stderr.String()
+	switch {
+	case killed:
+		return &CallError{Kind: TooLong, Message: fmt.Sprintf("%s ran for more than %v inside a builtin and the program was stopped.", capital(what), limit)}
+	case strings.Contains(out, "out of memory") || strings.Contains(out, "cannot allocate"):
+		return &CallError{Kind: OutOfMemory, Message: fmt.Sprintf("%s used more memory than the sandbox allows (%d MiB) and the program was stopped.", capital(what), SandboxMemory>>20)}
+	case strings.Contains(out, "stack overflow") || strings.Contains(out, "stack exceeds"):
+		return &CallError{Kind: TooDeep, Message: fmt.Sprintf("%s nested too deeply for the sandbox's stack and the program was stopped.", capital(what))}
+	}
+	return &CallError{Kind: Crashed, Message: fmt.Sprintf("%s ended the sandbox unexpectedly and the program was stopped.", capital(what))}
+}
+
+func opName(o op) string {
+	switch o {
+	case opLoad:
+		return "loading the module"
+	case opNew:
+		return "starting an instance"
+	case opBegin:
+		return "begin"
+	case opReceive:
+		return "receive"
+	case opExpire:
+		return "expire"
+	}
+	return "view"
+}
+
+func (r response) sourceError() error {
+	if r.Kind == 0 {
+		return &CallError{Kind: r.CallKind, Message: r.Err}
+	}
+	return &SourceError{Kind: r.Kind, Line: r.Line, Column: r.Col, Message: r.Err}
+}
+
+func (r response) callErr() error {
+	if r.Err == "" {
+		return nil
+	}
+	return &CallError{Kind: r.CallKind, Message: r.Err}
+}
+
+func (s *Submission) newClient() (model.Client, error) {
+	resp, err := s.roundTrip(request{Op: opNew}, s.budget.PerCall)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Err != "" {
+		return nil, resp.sourceError()
+	}
+	return &client{s: s, inst: resp.Inst}, nil
+}
+
+// client is one instance of the module in the sandbox.
+type client struct {
+	s    *Submission
+	inst int
+}
+
+// callRef is a call value of the module, kept in the sandbox; the lab only
+// holds its number.
+type callRef struct {
+	inst, id int
+}
+
+func (c *client) ref(call model.ClientCall) (int, error) {
+	r, ok := call.(callRef)
+	if !ok || r.inst != c.inst {
+		return 0, errors.New("the host passed a call this instance never returned")
+	}
+	return r.id, nil
+}
+
+func (c *client) Begin(runID, callID string) (model.ClientCall, error) {
+	resp, err := c.s.roundTrip(request{Op: opBegin, Inst: c.inst, A: runID, B: callID}, c.s.budget.PerCall)
+	if err == nil {
+		err = resp.callErr()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return callRef{c.inst, resp.Call}, nil
+}
+
+func (c *client) Receive(call model.ClientCall, raw string) (model.ClientCall, string, error) {
+	return c.update(opReceive, call, raw, "")
+}
+
+func (c *client) Expire(call model.ClientCall, runID, callID string) (model.ClientCall, string, error) {
+	return c.update(opExpire, call, runID, callID)
+}
+
+func (c *client) update(o op, call model.ClientCall, a, b string) (model.ClientCall, string, error) {
+	id, err := c.ref(call)
+	if err != nil {
+		return nil, "", err
+	}
+	resp, err := c.s.roundTrip(request{Op: o, Inst: c.inst, Call: id, A: a, B: b}, c.s.budget.PerCall)
+	if err == nil {
+		err = resp.callErr()
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	return callRef{c.inst, resp.Call}, resp.Notice, nil
+}
+
+func (c *client) View(call model.ClientCall) (json.RawMessage, error) {
+	id, err := c.ref(call)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.s.roundTrip(request{Op: opView, Inst: c.inst, Call: id}, c.s.budget.PerCall)
+	if err == nil {
+		err = resp.callErr()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return json.RawMessage(resp.JSON), nil
+}
+
+// tail keeps the first KiB the sandbox wrote to its stderr: a Go crash
+// says there why it happened, before its stacks.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if room := 1024 - len(t.buf); room > 0 {
+		t.buf = append(t.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package jsclient
+
+const raceBuild = false

@@ -1,0 +1,7 @@
+// receive throws.
+export function begin(runId, callId) { return { runId, callId }; }
+export function receive(call, raw) {
+  throw new Error("boom");
+}
+export function expire(call) { return { call, notice: "" }; }
+export function view(call) { return { runId: call.runId, callId: call.callId, status: "Pending", detail: "" }; }
