@@ -81,7 +81,7 @@ type session struct {
 	// stale has the session's log read again soon (Server.markStale): a
 	// catch-up could not read it.
 	stale func(id string)
-	caps         eventCaps
+	caps  eventCaps
 
 	lab           *model.Lab   // owned by the current drainer
 	enc           stateEncoder // owned by the current drainer
