@@ -100,6 +100,9 @@ type Config struct {
 	StuckAfter time.Duration
 }
 
+// defaultStoreTimeout is Config.StoreTimeout's default (DefaultConfig).
+const defaultStoreTimeout = 3 * time.Second
+
 // DefaultConfig is the one place the server's defaults are written; cmd/lab
 // builds its flags' defaults from it, and the README's Configuration table
 // lists the same values (a test in cmd/lab checks that).
@@ -110,7 +113,7 @@ func DefaultConfig() Config {
 		WriteTimeout:    10 * time.Second,
 		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
 		SessionTTL:      168 * time.Hour,
-		StoreTimeout:    3 * time.Second,
+		StoreTimeout:    defaultStoreTimeout,
 		Now:             time.Now,
 		FrameRate:       20,
 		FrameBurst:      40,

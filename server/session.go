@@ -41,6 +41,9 @@ type session struct {
 	shared  bool // other replicas change the store too (it is a Listener)
 	now     func() time.Time
 	changed func()
+	// storeTimeout is Config.StoreTimeout: a change not stored that long
+	// after it arrived is refused.
+	storeTimeout time.Duration
 	// stuckAfter is Config.StuckAfter: no new step for this long flags the
 	// session stuck on the progress board.
 	stuckAfter time.Duration
@@ -97,6 +100,10 @@ type pending struct {
 	cmd     model.Command
 	from    *conn          // the connection that sent it, for its error frame; may be nil
 	done    chan<- outcome // optional; receives the result (buffered by the caller)
+	// deadline is when a command must be stored by (submit sets it,
+	// Config.StoreTimeout after it arrived): its wait in the inbox counts,
+	// so every change is answered within the deadline however many wait.
+	deadline time.Time
 }
 
 // controlKind is the drainer's work a pending asks for in place of a
@@ -138,6 +145,7 @@ func newSession(id string, cfg *Config, m *metrics, frames *sharedframe.Pool, ch
 		renameMember: func(string, string) error { return nil },
 		stale:        func(string) {},
 		stuckAfter:   cfg.StuckAfter,
+		storeTimeout: orDefault(cfg.StoreTimeout, defaultStoreTimeout),
 		caps:         eventCaps{runs: cfg.MaxRuns, renames: cfg.MaxRenames, events: cfg.MaxEvents},
 		watchers:     make(map[*conn]struct{}),
 		lab:          model.NewLab(), enc: newStateEncoder(id, frames), lastActive: now, lastOwn: now,
@@ -239,6 +247,9 @@ func (s *session) recentChanges() ([]timelineEntry, error) {
 // submit queues a command and, if nobody is draining the session, drains it
 // in the calling goroutine.
 func (s *session) submit(p pending) {
+	if p.control == noControl {
+		p.deadline = time.Now().Add(s.storeTimeout)
+	}
 	s.mu.Lock()
 	if s.gone {
 		s.mu.Unlock()
@@ -343,6 +354,11 @@ func (s *session) apply(p pending) {
 		p.done <- outcome{err: err}
 		return
 	}
+	if !time.Now().Before(p.deadline) {
+		// It waited behind changes the store took the deadline over.
+		s.refuse(p, fmt.Errorf("%w: not stored within %v", errCannotSave, s.storeTimeout))
+		return
+	}
 	if p.cmd.Kind == model.Deliver && p.cmd.By == model.Student && p.cmd.Predict == model.NoPrediction && s.requirePredictions.Load() {
 		s.refuse(p, errPredictionRequired)
 		return
@@ -398,7 +414,9 @@ func (s *session) apply(p pending) {
 		now := s.now().UTC().Truncate(time.Millisecond)
 		rec := store.Record{Session: s.id, Seq: s.lab.Seq() + 1, Time: now, Event: ev, Run: run, Notice: notice}
 		started := time.Now()
-		err = s.store.Append(context.Background(), rec)
+		ctx, cancel := context.WithDeadline(context.Background(), p.deadline)
+		err = s.store.Append(ctx, rec)
+		cancel()
 		s.metrics.appendLatency.Observe(time.Since(started).Seconds())
 		if errors.Is(err, store.ErrSeqTaken) {
 			// Another replica stored this seq: the session is stored (a
