@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/toolcall-lab/lab/store"
@@ -64,7 +65,21 @@ func do(b bounded, ctx context.Context, f func(context.Context) error) error {
 	return f(ctx)
 }
 
+// errStoreDown refuses an append at once while the store's writes fail and
+// another append is already finding out whether they work again.
+var errStoreDown = errors.New("the store's writes are failing; another change is trying them")
+
 func (b bounded) Append(ctx context.Context, r store.Record) error {
+	if b.writes != nil && b.writes.failing() {
+		// One append at a time tries a failing store; the others are
+		// refused at once instead of each waiting out the deadline (a
+		// connection's frames wait behind its change: at a frame every
+		// 100 ms they would pile up for as long as the stall lasts).
+		if !b.writes.trying.CompareAndSwap(false, true) {
+			return errStoreDown
+		}
+		defer b.writes.trying.Store(false)
+	}
 	err := do(b, ctx, func(ctx context.Context) error { return b.st.Append(ctx, r) })
 	if b.writes != nil {
 		b.writes.noteWrite(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolcall-lab/lab/store"
@@ -22,6 +23,9 @@ type outage struct {
 
 	mu    sync.Mutex
 	since time.Time // when it began; zero while working
+
+	// trying is set while one call tries a failing store (bounded.Append).
+	trying atomic.Bool
 }
 
 // fail notes that it does not work now (err says why).

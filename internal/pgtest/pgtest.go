@@ -231,17 +231,21 @@ func (c *Cluster) PIDs() []int {
 	return pids
 }
 
-// BackendPID is the pid of the backend whose application_name is app, or
-// 0 if none is connected.
-func (c *Cluster) BackendPID(ctx context.Context, app string) int {
+// BackendPIDs are the pids of the backends whose application_name is app.
+func (c *Cluster) BackendPIDs(ctx context.Context, app string) []int {
+	c.t.Helper()
 	conn, err := pgx.Connect(ctx, c.URL)
 	if err != nil {
-		return 0
+		c.t.Fatalf("connecting to the test cluster: %v", err)
 	}
 	defer conn.Close(ctx)
-	var pid int
-	if err := conn.QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE application_name = $1 ORDER BY backend_start DESC LIMIT 1`, app).Scan(&pid); err != nil {
-		return 0
+	rows, err := conn.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE application_name = $1`, app)
+	if err != nil {
+		c.t.Fatalf("listing backends: %v", err)
 	}
-	return pid
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		c.t.Fatalf("listing backends: %v", err)
+	}
+	return pids
 }
