@@ -42,6 +42,12 @@ type Config struct {
 	// Default (nil): a fresh in-memory store (store.NewMemory). The Server
 	// never closes it: whoever opened it does, after Shutdown.
 	Store store.Store
+	// StoreTimeout bounds every call to the store (an append, a catch-up,
+	// a session's read, an export's, a class's, a login's, a readiness
+	// probe's): a change not stored within it is refused with the store
+	// error frame and applied nowhere. With a shared store it is also how
+	// long a dead or frozen listener goes unnoticed.
+	StoreTimeout time.Duration
 	// SessionTTL is how long a session may stay idle (no change and no
 	// open connection) before the janitor deletes it.
 	SessionTTL time.Duration
@@ -94,6 +100,9 @@ type Config struct {
 	StuckAfter time.Duration
 }
 
+// defaultStoreTimeout is Config.StoreTimeout's default (DefaultConfig).
+const defaultStoreTimeout = 3 * time.Second
+
 // DefaultConfig is the one place the server's defaults are written; cmd/lab
 // builds its flags' defaults from it, and the README's Configuration table
 // lists the same values (a test in cmd/lab checks that).
@@ -104,6 +113,7 @@ func DefaultConfig() Config {
 		WriteTimeout:    10 * time.Second,
 		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
 		SessionTTL:      168 * time.Hour,
+		StoreTimeout:    defaultStoreTimeout,
 		Now:             time.Now,
 		FrameRate:       20,
 		FrameBurst:      40,
@@ -133,6 +143,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.MaxFrameBytes = orDefault(c.MaxFrameBytes, max(d.MaxFrameBytes, minFrameBytes(c.Limits)))
 	c.WriteTimeout = orDefault(c.WriteTimeout, d.WriteTimeout)
 	c.SessionTTL = orDefault(c.SessionTTL, d.SessionTTL)
+	c.StoreTimeout = orDefault(c.StoreTimeout, d.StoreTimeout)
 	c.FrameRate = orDefault(c.FrameRate, d.FrameRate)
 	c.FrameBurst = orDefault(c.FrameBurst, d.FrameBurst)
 	c.MaxConns = orDefault(c.MaxConns, d.MaxConns)
@@ -201,6 +212,8 @@ func (c Config) Validate() error {
 		return &SettingError{"session-ttl", fmt.Errorf("%v is below a minute: sessions would vanish between two clicks", c.SessionTTL)}
 	// The upper bounds are far above any class (labbench raises both so
 	// that the limiter is not what it measures); they catch typos.
+	case c.StoreTimeout < 100*time.Millisecond || c.StoreTimeout > 10*time.Minute:
+		return &SettingError{"store-timeout", fmt.Errorf("%v is not between 100ms and 10m", c.StoreTimeout)}
 	case c.FrameRate < 1 || c.FrameRate > 1e6:
 		return &SettingError{"frame-rate", fmt.Errorf("%g is not between 1 and 1000000 frames a second", c.FrameRate)}
 	case c.FrameBurst > 1_000_000:

@@ -322,6 +322,10 @@ var (
 	closeAddrFull    = closeReason{websocket.StatusTryAgainLater, "the lab is full right now: too many connections from your network; the page tries again"}
 	closeSessionFull = closeReason{websocket.StatusTryAgainLater, "this session has too many tabs open; close one and the page tries again"}
 	closeExpiring    = closeReason{websocket.StatusTryAgainLater, "this session expired and is being removed; the page tries again"}
+	// closeStore: the session's log could not be read (another replica's
+	// session, or this replica's copy to bring up to date), so the tab is
+	// not shown a state that may be older than it had.
+	closeStore = closeReason{websocket.StatusTryAgainLater, "the lab cannot read this session right now; the page tries again"}
 )
 
 // closeConn closes ws with r.
@@ -339,6 +343,8 @@ func refusalClose(err error) closeReason {
 		return closeAddrFull
 	case errors.Is(err, errTabsFull):
 		return closeSessionFull
+	case errors.Is(err, errCannotRead):
+		return closeStore
 	}
 	return closeFull
 }

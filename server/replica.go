@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -28,14 +29,24 @@ import (
 // for done, then for drains). Its goroutine reads sessions it has not
 // heard of and starts a drainer for each session it hears of
 // (session.notify), counted in drains; each drainer exits once its
-// session has caught up and its inbox is empty. connected is its own, read
-// by Ready.
+// session has caught up and its inbox is empty. Its retry goroutine (done
+// when retried is closed) looks again, every catchUpRetry, at the sessions
+// whose log could not be read (stale, guarded by mu, a leaf lock):
+// a failed read is retried, never taken for "no events". connected is its
+// own, read by Ready.
 type listener struct {
 	cancel    context.CancelFunc
 	done      chan struct{} // closed when the goroutine has returned
-	connected atomic.Bool   // listening now: notifications are heard
+	retried   chan struct{} // closed when the retry goroutine has returned
+	connected atomic.Bool   // listening now: notifications are heard, and the log was looked at since
 	drains    sync.WaitGroup
+
+	mu    sync.Mutex
+	stale map[string]struct{} // sessions to read again
 }
+
+// shared reports whether other replicas share the server's store.
+func (s *Server) shared() bool { return isListener(s.cfg.Store) }
 
 // isListener reports whether st is shared with other replicas.
 func isListener(st store.Store) bool {
@@ -43,30 +54,40 @@ func isListener(st store.Store) bool {
 	return ok
 }
 
-// listenRetry bounds the wait before listening again after a failure.
-const listenRetry = 2 * time.Second
+// listenRetry bounds the wait before listening again after a failure: no
+// longer than a readiness probe's interval, so that /readyz turns 200
+// within about that long of the database answering again.
+const listenRetry = 500 * time.Millisecond
+
+// catchUpRetry is how soon a session whose log could not be read is read
+// again.
+const catchUpRetry = 500 * time.Millisecond
 
 // startListener starts listening and waits for the first attempt: it
 // returns once notifications are heard (so that sessions loaded after it
 // miss nothing), or with the first attempt's error and nothing running.
 func (s *Server) startListener(l store.Listener) (*listener, error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	ln := &listener{cancel: cancel, done: make(chan struct{})}
+	ln := &listener{cancel: cancel, done: make(chan struct{}), retried: make(chan struct{}), stale: make(map[string]struct{})}
 	first := make(chan error, 1)
 	go func() {
 		defer close(ln.done)
 		firstReady := true
-		for wait := 100 * time.Millisecond; ; wait = min(wait*2, listenRetry) {
-			err := l.Listen(ctx, func() {
-				ln.connected.Store(true)
-				wait = 100 * time.Millisecond
+		for wait := 50 * time.Millisecond; ; wait = min(wait*2, listenRetry) {
+			err := l.Listen(ctx, s.cfg.StoreTimeout, func() {
+				wait = 50 * time.Millisecond
 				if firstReady {
 					// Start loads every session next; nothing to resync.
 					firstReady = false
+					ln.connected.Store(true)
 					first <- nil
 					return
 				}
+				// Ready only once the log was looked at: what was stored
+				// while nobody listened is on its way to the tabs.
 				s.resync(ctx, ln)
+				ln.connected.Store(true)
+				s.listening.ok()
 			}, func(id string, seq uint64) { s.heard(ctx, ln, id, seq) })
 			ln.connected.Store(false)
 			if firstReady {
@@ -76,7 +97,8 @@ func (s *Server) startListener(l store.Listener) (*listener, error) {
 			if ctx.Err() != nil {
 				return
 			}
-			s.log.Warn("listening for other replicas' changes; trying again", "err", err, "in", wait)
+			s.listening.fail(err)
+			s.log.Debug("listening for other replicas' changes; trying again", "err", err, "in", wait)
 			select {
 			case <-ctx.Done():
 				return
@@ -89,7 +111,63 @@ func (s *Server) startListener(l store.Listener) (*listener, error) {
 		<-ln.done
 		return nil, err
 	}
+	go func() {
+		defer close(ln.retried)
+		t := time.NewTicker(catchUpRetry)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				s.retryStale(ctx, ln)
+			}
+		}
+	}()
 	return ln, nil
+}
+
+// markStale has session id read again soon: its log could not be read.
+func (ln *listener) markStale(id string) {
+	ln.mu.Lock()
+	ln.stale[id] = struct{}{}
+	ln.mu.Unlock()
+}
+
+// retryStale reads again the sessions whose log could not be read: a held
+// one catches up, one not held yet is discovered. Each that fails again is
+// marked again (by drain or here). Called by the retry goroutine.
+func (s *Server) retryStale(ctx context.Context, ln *listener) {
+	ln.mu.Lock()
+	ids := make([]string, 0, len(ln.stale))
+	for id := range ln.stale {
+		ids = append(ids, id)
+	}
+	clear(ln.stale)
+	ln.mu.Unlock()
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			return
+		}
+		if sess, ok := s.find(id); ok {
+			sess.notify(math.MaxUint64, &ln.drains)
+			continue
+		}
+		if _, err := s.discover(ctx, id); err != nil {
+			ln.markStale(id)
+		}
+	}
+}
+
+// markStale has the listener read session id again soon, if there is one
+// (with a store of one's own there is nothing else to read).
+func (s *Server) markStale(id string) {
+	s.mu.Lock()
+	ln := s.listener
+	s.mu.Unlock()
+	if ln != nil {
+		ln.markStale(id)
+	}
 }
 
 // stop ends the listener and waits for it. Called once (closeSockets takes
@@ -97,6 +175,7 @@ func (s *Server) startListener(l store.Listener) (*listener, error) {
 func (ln *listener) stop() {
 	ln.cancel()
 	<-ln.done
+	<-ln.retried
 	ln.drains.Wait()
 }
 
@@ -119,7 +198,12 @@ func (s *Server) heard(ctx context.Context, ln *listener, id string, seq uint64)
 		return
 	}
 	if !ok {
-		if sess = s.discover(ctx, id); sess == nil {
+		var err error
+		if sess, err = s.discover(ctx, id); err != nil {
+			ln.markStale(id)
+			return
+		}
+		if sess == nil {
 			return
 		}
 	}
@@ -142,37 +226,39 @@ func (s *Server) classChanged(ctx context.Context, class string) {
 // discover reads a session the server does not hold from the store and
 // holds it: a session another replica created, which a student here
 // reconnects to or an instructor here watches. It returns nil when the
-// store has no such session, cannot be read, or the server holds as many
-// sessions as it may (a student's connection then creates or refuses it
-// as usual). It does I/O, so it is called with no lock held.
-func (s *Server) discover(ctx context.Context, id string) *session {
+// store has no such session or the server holds as many sessions as it
+// may (a student's connection then creates or refuses it as usual), and an
+// error (errCannotRead) when the store cannot be read: then the session
+// must not be taken for a new, empty one. It does I/O, so it is called
+// with no lock held.
+func (s *Server) discover(ctx context.Context, id string) (*session, error) {
 	recs, err := s.cfg.Store.Events(ctx, id)
 	if err != nil {
 		s.log.Warn("reading a session from the store", "session", id, "err", err)
-		return nil
+		return nil, fmt.Errorf("%w: %w", errCannotRead, err)
 	}
 	if len(recs) == 0 {
-		return nil
+		return nil, nil
 	}
 	info := store.Session{ID: id, Created: recs[0].Time, LastActive: recs[len(recs)-1].Time}
 	sess, err := restoreSession(info, recs, &s.cfg, s.metrics, s.frames, s.overview.mark)
 	if err != nil {
 		s.log.Warn("reading a session from the store", "session", id, "err", err)
-		return nil
+		return nil, fmt.Errorf("%w: %w", errCannotRead, err)
 	}
 	member, err := s.cfg.Store.MemberOf(ctx, id)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		s.log.Warn("reading a session's class from the store", "session", id, "err", err)
-		return nil
+		return nil, fmt.Errorf("%w: %w", errCannotRead, err)
 	}
 	s.mu.Lock()
 	if held, ok := s.lookup(id); ok {
 		s.mu.Unlock()
-		return held // found meanwhile; it catches up by itself
+		return held, nil // found meanwhile; it catches up by itself
 	}
 	if s.sessions[id] != nil || s.stored >= s.cfg.MaxSessions {
 		s.mu.Unlock()
-		return nil // being deleted here, or no room
+		return nil, nil // being deleted here, or no room
 	}
 	s.holdStored(sess)
 	if member.Class != "" {
@@ -186,7 +272,7 @@ func (s *Server) discover(ctx context.Context, id string) *session {
 		}
 	}
 	s.overview.mark()
-	return sess
+	return sess, nil
 }
 
 // resync runs after listening again: changes stored while nobody listened
@@ -203,7 +289,9 @@ func (s *Server) resync(ctx context.Context, ln *listener) {
 	}
 	for _, info := range infos {
 		if _, ok := s.find(info.ID); !ok {
-			s.discover(ctx, info.ID)
+			if _, err := s.discover(ctx, info.ID); err != nil {
+				ln.markStale(info.ID)
+			}
 		}
 	}
 }

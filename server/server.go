@@ -76,6 +76,12 @@ type Server struct {
 	stored    int       // sessions with at least one change (counted against MaxSessions)
 
 	handlers sync.WaitGroup // running WebSocket handlers
+
+	// writes and listening log the store's outages and the listener's
+	// (health.go); ready runs readiness probes one at a time. Each has its
+	// own lock.
+	writes, listening *outage
+	ready             prober
 }
 
 // New builds a Server from cfg; zero fields take DefaultConfig's values. It
@@ -85,6 +91,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	writes := &outage{what: "store writes", log: cfg.Logger}
+	cfg.Store = bound(cfg.Store, cfg.StoreTimeout, writes)
 	page, err := fs.ReadFile(static.Files, "lab.html")
 	if err != nil {
 		return nil, fmt.Errorf("reading the student page: %w", err)
@@ -125,6 +133,8 @@ func New(cfg Config) (*Server, error) {
 		frames:         &sharedframe.Pool{},
 		sessions:       make(map[string]*session),
 		conns:          make(map[*conn]struct{}),
+		writes:         writes,
+		listening:      &outage{what: "listening to other replicas", log: cfg.Logger},
 	}
 	s.metrics = newMetrics(s.sessionCount)
 	s.overview = newOverview(s.rowsIn, func(rows []sessionRow) classSummary {
@@ -262,7 +272,8 @@ func (s *Server) closeSockets(ctx context.Context, why closeReason) error {
 
 // Ready reports whether the server can take changes: it is not shutting
 // down, its store takes writes and, with other replicas, it hears their
-// changes. For a readiness probe.
+// changes. For a readiness probe: it answers within readyTimeout whatever
+// the database does, and ctx only bounds the wait (the probe has its own).
 func (s *Server) Ready(ctx context.Context) error {
 	s.mu.Lock()
 	closing, ln := s.closing, s.listener
@@ -273,7 +284,7 @@ func (s *Server) Ready(ctx context.Context) error {
 	if ln != nil && !ln.connected.Load() {
 		return errNotListening
 	}
-	if err := s.cfg.Store.Ready(ctx); err != nil {
+	if err := s.ready.probe(ctx, s.cfg.Store, min(readyTimeout, s.cfg.StoreTimeout), s.writes); err != nil {
 		return fmt.Errorf("the store does not take writes: %w", err)
 	}
 	return nil
@@ -315,6 +326,7 @@ func (s *Server) getOrCreate(id string) (*session, error) {
 	sess.reserve = s.reserve
 	sess.unreserve = s.unreserve
 	sess.renameMember = s.renameMember
+	sess.stale = s.markStale
 	s.sessions[id] = sess
 	return sess, nil
 }
@@ -326,6 +338,7 @@ func (s *Server) holdStored(sess *session) {
 	sess.stored = true
 	sess.reserve, sess.unreserve = s.reserve, s.unreserve
 	sess.renameMember = s.renameMember
+	sess.stale = s.markStale
 	s.stored++
 	s.sessions[sess.id] = sess
 }

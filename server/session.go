@@ -41,6 +41,9 @@ type session struct {
 	shared  bool // other replicas change the store too (it is a Listener)
 	now     func() time.Time
 	changed func()
+	// storeTimeout is Config.StoreTimeout: a change not stored that long
+	// after it arrived is refused.
+	storeTimeout time.Duration
 	// stuckAfter is Config.StuckAfter: no new step for this long flags the
 	// session stuck on the progress board.
 	stuckAfter time.Duration
@@ -78,7 +81,10 @@ type session struct {
 	// renameMember checks and stores a rename with the session's class
 	// membership (Server.renameMember), before the rename is appended.
 	renameMember func(id, name string) error
-	caps         eventCaps
+	// stale has the session's log read again soon (Server.markStale): a
+	// catch-up could not read it.
+	stale func(id string)
+	caps  eventCaps
 
 	lab           *model.Lab   // owned by the current drainer
 	enc           stateEncoder // owned by the current drainer
@@ -94,6 +100,10 @@ type pending struct {
 	cmd     model.Command
 	from    *conn          // the connection that sent it, for its error frame; may be nil
 	done    chan<- outcome // optional; receives the result (buffered by the caller)
+	// deadline is when a command must be stored by (submit sets it,
+	// Config.StoreTimeout after it arrived): its wait in the inbox counts,
+	// so every change is answered within the deadline however many wait.
+	deadline time.Time
 }
 
 // controlKind is the drainer's work a pending asks for in place of a
@@ -112,6 +122,9 @@ const (
 	// readTimeline: the session's recent timeline goes to done
 	// (recentTimeline).
 	readTimeline
+	// lookUp: the session catches up with the log, and the outcome goes
+	// to done (session.lookUp).
+	lookUp
 )
 
 // outcome is what became of a pending command: refused with err, or applied,
@@ -130,7 +143,9 @@ func newSession(id string, cfg *Config, m *metrics, frames *sharedframe.Pool, ch
 		id: id, limits: cfg.Limits, metrics: m, store: cfg.Store, shared: isListener(cfg.Store), now: cfg.Now, changed: changed,
 		reserve: func(*session, string) error { return nil }, unreserve: func(*session) {},
 		renameMember: func(string, string) error { return nil },
+		stale:        func(string) {},
 		stuckAfter:   cfg.StuckAfter,
+		storeTimeout: orDefault(cfg.StoreTimeout, defaultStoreTimeout),
 		caps:         eventCaps{runs: cfg.MaxRuns, renames: cfg.MaxRenames, events: cfg.MaxEvents},
 		watchers:     make(map[*conn]struct{}),
 		lab:          model.NewLab(), enc: newStateEncoder(id, frames), lastActive: now, lastOwn: now,
@@ -232,6 +247,9 @@ func (s *session) recentChanges() ([]timelineEntry, error) {
 // submit queues a command and, if nobody is draining the session, drains it
 // in the calling goroutine.
 func (s *session) submit(p pending) {
+	if p.control == noControl {
+		p.deadline = time.Now().Add(s.storeTimeout)
+	}
 	s.mu.Lock()
 	if s.gone {
 		s.mu.Unlock()
@@ -279,11 +297,15 @@ func (s *session) drain() {
 		if heard := s.heard; heard > s.lab.Seq() {
 			s.mu.Unlock()
 			err := s.catchUp()
+			if err != nil {
+				// Not "no events": read again soon (the listener's retry).
+				s.stale(s.id)
+			}
 			s.mu.Lock()
 			if s.heard == heard && (err != nil || heard > s.lab.Seq()) {
 				// The log had less than we were told (a resync's look), or
-				// could not be read: stop here; the next change or
-				// notification tries again, and a change that conflicts
+				// could not be read: stop here; the retry, the next change
+				// or notification tries again, and a change that conflicts
 				// catches up on its own.
 				s.heard = s.lab.Seq()
 			}
@@ -323,6 +345,18 @@ func (s *session) apply(p pending) {
 		return
 	case readTimeline:
 		s.sendTimeline(p)
+		return
+	case lookUp:
+		err := s.catchUp()
+		if err != nil {
+			err = fmt.Errorf("%w: %w", errCannotRead, err)
+		}
+		p.done <- outcome{err: err}
+		return
+	}
+	if !time.Now().Before(p.deadline) {
+		// It waited behind changes the store took the deadline over.
+		s.refuse(p, fmt.Errorf("%w: not stored within %v", errCannotSave, s.storeTimeout))
 		return
 	}
 	if p.cmd.Kind == model.Deliver && p.cmd.By == model.Student && p.cmd.Predict == model.NoPrediction && s.requirePredictions.Load() {
@@ -380,7 +414,9 @@ func (s *session) apply(p pending) {
 		now := s.now().UTC().Truncate(time.Millisecond)
 		rec := store.Record{Session: s.id, Seq: s.lab.Seq() + 1, Time: now, Event: ev, Run: run, Notice: notice}
 		started := time.Now()
-		err = s.store.Append(context.Background(), rec)
+		ctx, cancel := context.WithDeadline(context.Background(), p.deadline)
+		err = s.store.Append(ctx, rec)
+		cancel()
 		s.metrics.appendLatency.Observe(time.Since(started).Seconds())
 		if errors.Is(err, store.ErrSeqTaken) {
 			// Another replica stored this seq: the session is stored (a
@@ -434,39 +470,75 @@ func (s *session) apply(p pending) {
 // database runs out.
 const maxConflicts = 32
 
-// catchUp reads the events other replicas stored after the lab's seq,
-// applies them and publishes each, exactly as if decided here, so every
-// replica's tabs and watchers get the same frames in the same order. A
-// session made here in memory that another replica stored first becomes
-// stored here too. Only the drainer calls it.
+// catchUp reads the events other replicas stored after the lab's seq and
+// applies them, exactly as if decided here, then publishes the state after
+// the last one: a tab gets the newest state, never a run of frames it
+// would have to wade through (or its outbox drop), and watchers get every
+// event's timeline entry, in order. A session made here in memory that
+// another replica stored first becomes stored here too. Only the drainer
+// calls it.
 func (s *session) catchUp() error {
 	recs, err := s.store.EventsAfter(context.Background(), s.id, s.lab.Seq())
 	if err != nil {
 		return fmt.Errorf("catching up session %s: %w", s.id, err)
 	}
-	if len(recs) > 0 && s.lab.Seq() == 0 {
+	if len(recs) == 0 {
+		return nil
+	}
+	if s.lab.Seq() == 0 {
 		// Counted as stored; past the cap it is held all the same, since
 		// the log has it.
 		_ = s.reserve(s, "")
 	}
+	s.mu.Lock()
+	watched := len(s.watchers) > 0 // only the drainer adds watchers
+	s.mu.Unlock()
+	var entries []timelineEntry
+	var own, last time.Time
+	applied := false
 	for _, r := range recs {
 		if r.Seq != s.lab.Seq()+1 {
-			return fmt.Errorf("catching up session %s: stored seq %d follows seq %d", s.id, r.Seq, s.lab.Seq())
+			err = fmt.Errorf("catching up session %s: stored seq %d follows seq %d", s.id, r.Seq, s.lab.Seq())
+			break
 		}
-		if _, err := s.lab.Apply(r.Event); err != nil {
-			return fmt.Errorf("catching up session %s: applying seq %d: %w", s.id, r.Seq, err)
+		if _, err = s.lab.Apply(r.Event); err != nil {
+			err = fmt.Errorf("catching up session %s: applying seq %d: %w", s.id, r.Seq, err)
+			break
 		}
 		s.metrics.replicaEvents.Inc()
-		s.publish(r.Event, r.Notice, r.Time)
+		s.advance(r.Event, r.Time)
+		if r.Event.By == model.Student {
+			own = r.Time
+		}
+		if watched {
+			entries = append(entries, newTimelineEntry(r.Event, r.Seq, s.lab, r.Notice, r.Time))
+		}
+		last, applied = r.Time, true
 	}
-	return nil
+	if applied {
+		s.broadcast(last, own, func() []timelineEntry { return entries })
+	}
+	return err
 }
 
 // publish counts ev, moves the step clock, and hands the state after ev,
 // and its timeline entry, to every tab and watcher, and tells the
 // overview. Only the drainer calls it, right after applying ev (decided
-// here, or read from the log).
+// here).
 func (s *session) publish(ev model.Event, notice string, now time.Time) {
+	s.advance(ev, now)
+	var own time.Time
+	if ev.By == model.Student {
+		own = now
+	}
+	s.broadcast(now, own, func() []timelineEntry {
+		return []timelineEntry{newTimelineEntry(ev, s.lab.Seq(), s.lab, notice, now)}
+	})
+}
+
+// advance counts ev, just applied at now, and moves the step clock. Called
+// by the drainer.
+func (s *session) advance(ev model.Event, now time.Time) {
 	s.count(ev)
 	if s.lab.Seq() == 1 {
 		// A session begins with its first event, as the store dates it,
@@ -474,6 +546,13 @@ func (s *session) publish(ev model.Event, notice string, now time.Time) {
 		s.clock.began = now
 	}
 	s.clock.steps(s.lab.Exercise(), s.lab.Seq(), now)
+}
+
+// broadcast hands the state the lab is at, changed last at now (by the
+// student at own, unless zero), to every tab and watcher, with the
+// timeline entries entries makes (called only when someone watches), and
+// tells the overview. Called by the drainer.
+func (s *session) broadcast(now, own time.Time, entries func() []timelineEntry) {
 	s.enc.predictionsRequired = s.requirePredictions.Load()
 	v := s.enc.encode(s.lab)
 	s.clock.receipts(v.Receipts)
@@ -482,8 +561,8 @@ func (s *session) publish(ev model.Event, notice string, now time.Time) {
 	old := s.nextFrame()
 	frame := s.frame
 	s.lastActive = now
-	if ev.By == model.Student {
-		s.lastOwn = now
+	if !own.IsZero() {
+		s.lastOwn = own
 	}
 	s.row = newRow(s.id, v, s.lastOwn)
 	s.row.progress = prog
@@ -492,9 +571,9 @@ func (s *session) publish(ev model.Event, notice string, now time.Time) {
 		c.sendShared(frame)
 	}
 	if len(s.watchers) > 0 {
-		// Encoded only when someone watches: one small entry, under mu so
-		// that it goes out in the same order as the state.
-		delta := timelineFrame(s.id, false, []timelineEntry{newTimelineEntry(ev, s.lab.Seq(), s.lab, notice, now)})
+		// Encoded only when someone watches, under mu so that it goes out
+		// in the same order as the state.
+		delta := timelineFrame(s.id, false, entries())
 		for c := range s.watchers {
 			c.sendShared(frame)
 			c.sendState(delta)
@@ -617,6 +696,17 @@ func (s *session) recentTimeline() ([]timelineEntry, error) {
 	s.submit(pending{control: readTimeline, done: done})
 	o := <-done
 	return o.timeline, o.err
+}
+
+// lookUp has the session catch up with the log before a tab opens on it,
+// with other replicas: this replica's copy may be behind the state the tab
+// showed on another replica, and a tab is never shown an older seq than it
+// had. An error (errCannotRead) means the log could not be read. Not to be
+// called by a drainer.
+func (s *session) lookUp() error {
+	done := make(chan outcome, 1)
+	s.submit(pending{control: lookUp, done: done})
+	return (<-done).err
 }
 
 func injectMode(deliver bool) string {

@@ -95,16 +95,32 @@ func (s *Server) studentSocket(c echo.Context) error {
 	}()
 	var sess *session
 	if refused == nil {
-		if _, held := s.find(id); !held {
-			// Another replica may have made it: read it from the store.
-			s.discover(c.Request().Context(), id)
+		_, held := s.find(id)
+		if !held && s.shared() {
+			// Another replica may have made it: read it from the store. A
+			// log that cannot be read is not an empty session: the page
+			// is told and tries again.
+			_, refused = s.discover(c.Request().Context(), id)
 		}
-		sess, refused = s.admit(id)
+		if refused == nil {
+			sess, refused = s.admit(id)
+		}
+		if refused == nil && held && s.shared() {
+			// This replica's copy may be behind what the tab showed on
+			// another one.
+			if refused = sess.lookUp(); refused != nil {
+				s.release(sess)
+				sess = nil
+			}
+		}
 	}
 	if refused != nil {
 		label := "full"
-		if errors.Is(refused, errAddrFull) {
+		switch {
+		case errors.Is(refused, errAddrFull):
 			label = "address"
+		case errors.Is(refused, errCannotRead):
+			label = "store"
 		}
 		s.metrics.connectRefused.WithLabelValues(label).Inc()
 		why := refusalClose(refused)

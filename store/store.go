@@ -66,8 +66,12 @@ type Store interface {
 // Listener is a Store that several replicas share: it tells of every
 // append any of them commits (store/postgres's Listen has the contract).
 // With one, server.Start starts the listener (server/replica.go).
+//
+// alive bounds how long a dead or frozen listening connection goes
+// unnoticed: Listen proves its connection answers at least that often, each
+// time within that long, and returns an error when it does not.
 type Listener interface {
-	Listen(ctx context.Context, ready func(), notify func(session string, seq uint64)) error
+	Listen(ctx context.Context, alive time.Duration, ready func(), notify func(session string, seq uint64)) error
 }
 
 // ProbeEvery is how long Ready may trust its last write probe: a flood of

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -85,6 +86,7 @@ func settings(c *config) []setting {
 		{"shutdown-timeout", "LAB_SHUTDOWN_TIMEOUT", "how long shutdown waits for connections to close", durationValue{&c.shutdownTimeout}},
 		{"data", "LAB_DATA", "SQLite file holding the sessions (created with its directory on first run); " + memoryData + " keeps them in memory only; postgres://… shares them with other replicas", stringValue{&c.data}},
 		{"data-sync", "LAB_DATA_SYNC", "normal: a change survives kill -9 and restarts; full: also a power cut, for an fsync per commit", choiceValue{&c.dataSync, []string{"normal", "full"}}},
+		{"store-timeout", "LAB_STORE_TIMEOUT", "deadline of every database call (an append, a read, a probe); a change not stored within it is refused with the store error, and a frozen listener is replaced within it", durationValue{&sc.StoreTimeout}},
 		{"session-ttl", "LAB_SESSION_TTL", "idle time (no change, no open page) after which a session is deleted", durationValue{&sc.SessionTTL}},
 		{"log-format", "LAB_LOG_FORMAT", "log format: text or json", choiceValue{&c.logFormat, []string{"text", "json"}}},
 		{"log-level", "LAB_LOG_LEVEL", "least log level: debug, info, warn or error", levelValue{&c.logLevel}},
@@ -481,16 +483,11 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 		scfg.InstructorToken, generated = rand.Text(), true
 	}
 	dataName := "the sessions"
+	waitForDB := postgres.IsURL(cfg.data)
 	switch {
-	case postgres.IsURL(cfg.data):
-		st, err := postgres.Open(ctx, cfg.data)
-		if err != nil {
-			return err // names the database, without its password
-		}
-		defer st.Close()
-		scfg.Store = st
-		dataName = st.Name()
-		log.Info("sessions are stored", "database", st.Name())
+	case waitForDB:
+		// Opened once HTTP listens: a replica that starts while the
+		// database refuses waits for it, answering /readyz 503.
 	case cfg.data != memoryData:
 		st, err := sqlite.Open(cfg.data, sqlite.Options{FullSync: cfg.dataSync == "full"})
 		if err != nil {
@@ -515,23 +512,43 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	if scfg.PublicURL == "" {
 		scfg.PublicURL = lanURL(ln.Addr(), interfaceAddrs())
 	}
-	lab, err := server.New(scfg)
-	if err != nil {
-		ln.Close()
-		return fmt.Errorf("configuring the server: %w", err)
-	}
-	if err := lab.Start(ctx); err != nil {
-		ln.Close()
-		return fmt.Errorf("loading %s: %w", dataName, err)
-	}
+	handler := &startingHandler{}
 	httpServer := &http.Server{
-		Handler:           lab.Handler(),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
 	go func() { served <- httpServer.Serve(ln) }()
+	// abandon stops serving when the lab never started.
+	abandon := func(err error) error {
+		closeCtx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
+		defer cancel()
+		_ = httpServer.Shutdown(closeCtx)
+		<-served
+		return err
+	}
+	var lab *server.Server
+	if waitForDB {
+		st, lb, err := startShared(ctx, cfg.data, scfg, log, signals)
+		if err != nil {
+			return abandon(err)
+		}
+		if st == nil {
+			return abandon(nil) // stopped while waiting
+		}
+		defer st.Close()
+		lab = lb
+	} else {
+		if lab, err = server.New(scfg); err != nil {
+			return abandon(fmt.Errorf("configuring the server: %w", err))
+		}
+		if err := lab.Start(ctx); err != nil {
+			return abandon(fmt.Errorf("loading %s: %w", dataName, err))
+		}
+	}
+	handler.serve(lab.Handler())
 	// Students need an address they can reach (the LAN address or
 	// -public-url), never localhost; the console is opened on this machine.
 	fmt.Fprintf(stdout, "Tool-call Outcomes Lab: students open %s/\n", strings.TrimSuffix(scfg.PublicURL, "/"))
@@ -572,6 +589,91 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	}
 	<-served // Serve has returned ErrServerClosed
 	return nil
+}
+
+// startingHandler answers while the lab is not started yet: /healthz 200
+// (the process is alive), everything else 503 (/readyz included), until
+// serve hands it the lab's handler.
+type startingHandler struct {
+	h atomic.Pointer[http.Handler]
+}
+
+func (s *startingHandler) serve(h http.Handler) { s.h.Store(&h) }
+
+func (s *startingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h := s.h.Load(); h != nil {
+		(*h).ServeHTTP(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if r.URL.Path == "/healthz" {
+		fmt.Fprint(w, "ok\n")
+		return
+	}
+	w.Header().Set("Retry-After", "1")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	fmt.Fprint(w, "not ready: waiting for the database\n")
+}
+
+// startShared opens the PostgreSQL store at url and starts a lab on it,
+// waiting while the database cannot be reached (postgres.Unreachable):
+// attempts back off from 100 ms to dbRetryMax, and the log says when the
+// wait begins, when its reason changes and when it ends. It returns a nil
+// store when ctx ends or a signal comes first: the lab never started, so
+// it just stops.
+func startShared(ctx context.Context, url string, scfg server.Config, log *slog.Logger, signals <-chan os.Signal) (*postgres.Store, *server.Server, error) {
+	began := time.Now()
+	lastErr := ""
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, dbRetryMax) {
+		st, lab, err := openShared(ctx, url, scfg)
+		if err == nil {
+			if lastErr != "" {
+				log.Info("the database answers; starting", "database", st.Name(), "waited", time.Since(began).Round(time.Millisecond))
+			}
+			log.Info("sessions are stored", "database", st.Name())
+			return st, lab, nil
+		}
+		if !postgres.Unreachable(err) {
+			return nil, nil, err
+		}
+		if msg := err.Error(); msg != lastErr {
+			log.Warn("waiting for the database; /readyz answers 503 meanwhile", "err", err, "retry", wait)
+			lastErr = msg
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, nil
+		case <-signals:
+			return nil, nil, nil
+		case <-time.After(wait):
+		}
+	}
+}
+
+// dbRetryMax bounds the wait between two attempts to reach the database
+// at start.
+const dbRetryMax = 2 * time.Second
+
+// openShared is one attempt of startShared, under a deadline: open the
+// store, build the lab and start it; on an error nothing is left open.
+func openShared(ctx context.Context, url string, scfg server.Config) (*postgres.Store, *server.Server, error) {
+	openCtx, cancel := context.WithTimeout(ctx, max(scfg.StoreTimeout, server.DefaultConfig().StoreTimeout)*4)
+	defer cancel()
+	st, err := postgres.Open(openCtx, url)
+	if err != nil {
+		return nil, nil, err // names the database, without its password
+	}
+	scfg.Store = st
+	lab, err := server.New(scfg)
+	if err != nil {
+		st.Close()
+		return nil, nil, fmt.Errorf("configuring the server: %w", err)
+	}
+	if err := lab.Start(openCtx); err != nil {
+		st.Close()
+		return nil, nil, fmt.Errorf("loading the sessions from %s: %w", st.Name(), err)
+	}
+	return st, lab, nil
 }
 
 // interfaceAddrs lists this machine's addresses; none if they cannot be read.

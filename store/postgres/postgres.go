@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -90,11 +92,10 @@ type Store struct {
 	pool   *pgxpool.Pool
 	closed atomic.Bool
 
-	// Ready's last probe, as SQLite's: probeMu guards probedAt and
-	// probeErr; failed (an append failed since) makes the next call probe.
+	// Ready's last successful probe: probeMu guards probedAt; failed (an
+	// append failed since) makes the next call probe.
 	probeMu  sync.Mutex
 	probedAt time.Time
-	probeErr error
 	failed   atomic.Bool
 }
 
@@ -244,9 +245,11 @@ func (s *Store) Delete(ctx context.Context, ids []string) error {
 const notifyDeletedSQL = `SELECT pg_notify($1, id || ' 0') FROM unnest($2::text[]) AS id`
 
 // Ready commits a write that changes nothing: it fails when the database is
-// unreachable or read-only (a standby). As SQLite's, it probes at most once
-// every ProbeEvery (a flood of probes is not a flood of writes), and again
-// at once after an append failed.
+// unreachable or read-only (a standby). It trusts a success for up to
+// ProbeEvery (a flood of probes is not a flood of writes), but never a
+// failure: the first call after the database answers again sees it, and
+// one caller's cancelled request is never another's answer. An append that
+// failed since makes the next call probe.
 func (s *Store) Ready(ctx context.Context) error {
 	if err := s.check(); err != nil {
 		return err
@@ -254,14 +257,14 @@ func (s *Store) Ready(ctx context.Context) error {
 	s.probeMu.Lock()
 	defer s.probeMu.Unlock()
 	if !s.failed.Swap(false) && !s.probedAt.IsZero() && time.Since(s.probedAt) < store.ProbeEvery {
-		return s.probeErr
+		return nil
 	}
-	_, err := s.pool.Exec(ctx, `UPDATE schema_version SET version = version`)
-	if err != nil {
-		err = fmt.Errorf("writing to %s: %w", s.name, err)
+	if _, err := s.pool.Exec(ctx, `UPDATE schema_version SET version = version`); err != nil {
+		s.probedAt = time.Time{}
+		return fmt.Errorf("writing to %s: %w", s.name, err)
 	}
-	s.probedAt, s.probeErr = time.Now(), err
-	return err
+	s.probedAt = time.Now()
+	return nil
 }
 
 // Sessions lists the stored sessions, oldest first.
@@ -325,38 +328,61 @@ func (s *Store) EventsAfter(ctx context.Context, id string, after uint64) ([]sto
 // Listen calls notify with the session and seq of every append committed
 // to the database, by any replica, and with seq 0 for every session
 // deleted, from the moment it calls ready until ctx ends (it then returns
-// nil) or its connection fails (it returns the error; call it again). Between a failure and the next ready, appends go
-// unheard: whoever calls it catches up after ready. notify and ready run
-// in Listen's goroutine, one at a time.
-func (s *Store) Listen(ctx context.Context, ready func(), notify func(session string, seq uint64)) error {
+// nil) or its connection fails (it returns the error; call it again).
+// Every alive/2 it pings its connection under a deadline of alive/2, so a
+// listening backend that died or froze (its notifications stop without a
+// word) is noticed within alive. Between a failure and the next ready,
+// appends go unheard: whoever calls it catches up after ready. notify and
+// ready run in Listen's goroutine, one at a time.
+func (s *Store) Listen(ctx context.Context, alive time.Duration, ready func(), notify func(session string, seq uint64)) error {
 	if err := s.check(); err != nil {
 		return err
 	}
+	every := max(alive/2, 10*time.Millisecond)
 	cfg := s.pool.Config().ConnConfig.Copy()
 	// Named, so that operators (and tests) tell it apart in pg_stat_activity.
 	cfg.RuntimeParams["application_name"] = ListenerName
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	connectCtx, cancel := context.WithTimeout(ctx, alive)
+	conn, err := pgx.ConnectConfig(connectCtx, cfg)
+	if err == nil {
+		_, err = conn.Exec(connectCtx, "LISTEN "+pgChannel)
+	}
+	cancel()
+	if conn != nil {
+		defer func() {
+			// A frozen backend never answers the goodbye: bounded.
+			closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), every)
+			defer cancel()
+			conn.Close(closeCtx)
+		}()
+	}
 	if err != nil {
 		return listenError(ctx, fmt.Errorf("listening to %s: %w", s.name, err))
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+pgChannel); err != nil {
-		return listenError(ctx, fmt.Errorf("listening to %s: %w", s.name, err))
-	}
 	ready()
+	pinged := time.Now()
 	for {
-		// A wait that times out keeps the connection; a ping then tells a
-		// quiet channel from a database that went away without a word.
-		wait, cancel := context.WithTimeout(ctx, listenPing)
+		// A ping every `every`, busy channel or quiet: a frozen backend
+		// sends no notifications and answers no ping.
+		if time.Since(pinged) >= every {
+			pingCtx, cancel := context.WithTimeout(ctx, every)
+			err := conn.Ping(pingCtx)
+			cancel()
+			switch {
+			case ctx.Err() != nil:
+				return nil
+			case err != nil:
+				return listenError(ctx, fmt.Errorf("listening to %s: no answer to a ping within %v: %w", s.name, every, err))
+			}
+			pinged = time.Now()
+		}
+		wait, cancel := context.WithTimeout(ctx, every-time.Since(pinged))
 		n, err := conn.WaitForNotification(wait)
 		cancel()
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case err != nil && pgconn.Timeout(err):
-			if err := conn.Ping(ctx); err != nil {
-				return listenError(ctx, fmt.Errorf("listening to %s: %w", s.name, err))
-			}
+		case err != nil && (pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded)):
 			continue
 		case err != nil:
 			return listenError(ctx, fmt.Errorf("listening to %s: %w", s.name, err))
@@ -379,16 +405,35 @@ const defaultPoolConns = 25
 // connection.
 const ListenerName = "lab listener"
 
-// listenPing is how long a quiet listening connection waits before it
-// checks that the database is still there.
-const listenPing = 5 * time.Second
-
 // listenError is nil once ctx has ended: stopping is not a failure.
 func listenError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return nil
 	}
 	return err
+}
+
+// Unreachable reports whether err (from Open, or any call) says that the
+// database cannot be reached or does not take connections now: refused,
+// timed out, starting up, shutting down, out of connections. A replica
+// that starts then waits for it (cmd/lab) rather than exit; other errors,
+// such as a bad URL or a schema newer than this build, do not pass.
+func Unreachable(err error) bool {
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	var pe *pgconn.PgError
+	switch {
+	case err == nil:
+		return false
+	case errors.As(err, &ce), errors.As(err, &ne), pgconn.Timeout(err),
+		errors.Is(err, context.DeadlineExceeded), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return true
+	case errors.As(err, &pe):
+		// 08: connection exception; 57P: operator intervention (shutdown,
+		// starting up); 53300: too many connections.
+		return strings.HasPrefix(pe.Code, "08") || strings.HasPrefix(pe.Code, "57P") || pe.Code == "53300"
+	}
+	return false
 }
 
 // Close closes the pool; every later call fails with ErrClosed.

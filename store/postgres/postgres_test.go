@@ -95,7 +95,7 @@ func TestPostgresListen(t *testing.T) {
 	ready := make(chan struct{})
 	listened := make(chan error, 1)
 	go func() {
-		listened <- a.Listen(ctx, func() { close(ready) }, func(id string, seq uint64) { heard <- fmt.Sprint(id, " ", seq) })
+		listened <- a.Listen(ctx, 2*time.Second, func() { close(ready) }, func(id string, seq uint64) { heard <- fmt.Sprint(id, " ", seq) })
 	}()
 	select {
 	case <-ready:
