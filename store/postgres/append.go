@@ -22,8 +22,8 @@ import (
 // commits the next batch; the others wait for their result. So an append
 // with no one else writing commits on its own goroutine, and a busy
 // replica commits every waiting append together: one pipeline of two
-// statements (sessions, then events with their notifications), whose
-// statements pgx prepares once per connection.
+// statements (sessions, then events with one notification for them all),
+// which pgx prepares once per connection.
 //
 // Ownership: mu guards queue (requests not yet taken into a batch, in
 // arrival order) and leading (some goroutine is the leader). The leader
@@ -257,9 +257,11 @@ const (
 	insertSessionsSQL = `INSERT INTO sessions (id, created)
 		SELECT * FROM unnest($1::text[], $2::bigint[]) ON CONFLICT DO NOTHING`
 	// The events the batch could store (a seq another replica stored is
-	// left out: ON CONFLICT), a rename's name on its session, and a
-	// notification "<session> <seq>" for each stored event, all in one
-	// statement; it returns the stored (session, seq).
+	// left out: ON CONFLICT), a rename's name on its session, and one
+	// notification for them all ("<session> <seq>" lines, see pgChannel;
+	// several past 7,000 bytes, under PostgreSQL's 8,000),
+	// all in one statement; it returns the payloads, which name the
+	// stored records.
 	insertEventsSQL = `WITH ins AS (
 		INSERT INTO events (session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice, prediction)
 		SELECT * FROM unnest($3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::bigint[], $9::text[], $10::text[],
@@ -269,7 +271,13 @@ const (
 	), renamed AS (
 		UPDATE sessions SET name = ins.raw FROM ins WHERE ins.kind = $2 AND sessions.id = ins.session
 	)
-	SELECT session, pg_notify($1, session || ' ' || seq) FROM ins`
+	SELECT payload, pg_notify($1, payload) FROM (
+		SELECT string_agg(pair, E'\n') AS payload FROM (
+			SELECT session || ' ' || seq AS pair,
+				sum(octet_length(session) + 22) OVER (ROWS UNBOUNDED PRECEDING) / 7000 AS chunk
+			FROM ins
+		) AS pairs GROUP BY chunk
+	) AS chunks`
 
 	// A lone record (an append with no other waiting: the round trip of
 	// labbench's rtt) goes as plain statements, which cost PostgreSQL
@@ -331,9 +339,9 @@ func (s *Store) commitBatch(ctx context.Context, batch []*appendReq) (taken []bo
 		var rows pgx.Rows
 		rows, err = br.Query()
 		if err == nil {
-			var id string
-			_, err = pgx.ForEachRow(rows, []any{&id, nil}, func() error {
-				c.stored[id] = struct{}{}
+			var payload string
+			_, err = pgx.ForEachRow(rows, []any{&payload, nil}, func() error {
+				parsePayload(payload, func(id string, _ uint64) { c.stored[id] = struct{}{} })
 				return nil
 			})
 		}

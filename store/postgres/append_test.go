@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -191,6 +192,65 @@ func TestPostgresRacingAppends(t *testing.T) {
 		id := fmt.Sprint("s", i)
 		if got, err := s.Events(ctx, id); err != nil || !reflect.DeepEqual(got, storetest.Sample(id)[:seqs]) {
 			t.Fatalf("session %s reads back %v %+v", id, err, got)
+		}
+	}
+}
+
+// TestParsePayload: a payload of one pair (the only kind older replicas
+// send), of several lines, and lines that are not ours.
+func TestParsePayload(t *testing.T) {
+	for _, tc := range []struct {
+		payload string
+		want    []string
+	}{
+		{"s 1", []string{"s 1"}},
+		{"s 0", []string{"s 0"}},
+		{"class:c 0", []string{"class:c 0"}},
+		{"a 1\nb 22\nc 3", []string{"a 1", "b 22", "c 3"}},
+		{"a 1\nnot ours\nb x\n\nc 3", []string{"a 1", "c 3"}},
+		{"", nil},
+		{"s -1", nil},
+	} {
+		var got []string
+		parsePayload(tc.payload, func(id string, seq uint64) { got = append(got, fmt.Sprint(id, " ", seq)) })
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("parsePayload(%q) = %q, want %q", tc.payload, got, tc.want)
+		}
+	}
+}
+
+// TestPostgresBigBatchIsHeard: a batch whose notification would pass
+// PostgreSQL's 8,000 bytes goes out in several, and every record is heard.
+func TestPostgresBigBatchIsHeard(t *testing.T) {
+	t.Parallel()
+	s := openPG(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	heard := make(chan string, maxBatch)
+	ready := make(chan struct{})
+	go s.Listen(ctx, func() { close(ready) }, func(id string, seq uint64) { heard <- fmt.Sprint(id, " ", seq) })
+	<-ready
+	var recs []store.Record
+	want := map[string]bool{}
+	for i := range maxBatch {
+		id := fmt.Sprintf("%03d-%s", i, strings.Repeat("x", 200))
+		recs = append(recs, storetest.Sample(id)[0])
+		want[id+" 1"] = true
+	}
+	for i, err := range commitNow(s, recs...) {
+		if err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+	}
+	for len(want) > 0 {
+		select {
+		case h := <-heard:
+			if !want[h] {
+				t.Fatalf("heard %.40q, not in the batch or twice", h)
+			}
+			delete(want, h)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d records not heard", len(want))
 		}
 	}
 }

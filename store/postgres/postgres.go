@@ -67,8 +67,10 @@ var pgMigrations = [][]string{
 }
 
 // pgChannel is the LISTEN/NOTIFY channel every append notifies, with the
-// payload "<session> <seq>": a replica that hears of a seq it lacks reads
-// the events from the log, so the notification carries nothing else.
+// payload "<session> <seq>", or several such lines joined by "\n" for the
+// appends one commit stored together (parsePayload): a replica that hears
+// of a seq it lacks reads the events from the log, so the notification
+// carries nothing else.
 const pgChannel = "lab_events"
 
 // IsURL reports whether data names a PostgreSQL database rather
@@ -328,12 +330,20 @@ func (s *Store) Listen(ctx context.Context, ready func(), notify func(session st
 		case err != nil:
 			return listenError(ctx, fmt.Errorf("listening to %s: %w", s.name, err))
 		}
-		id, seqText, ok := strings.Cut(n.Payload, " ")
+		parsePayload(n.Payload, notify)
+	}
+}
+
+// parsePayload calls notify with each "<session> <seq>" line of a
+// pgChannel payload, in order; a line that is not one is skipped (not
+// ours: someone else notified the channel).
+func parsePayload(payload string, notify func(session string, seq uint64)) {
+	for line := range strings.SplitSeq(payload, "\n") {
+		id, seqText, ok := strings.Cut(line, " ")
 		seq, err := strconv.ParseUint(seqText, 10, 64)
-		if !ok || err != nil {
-			continue // not ours: someone else notified the channel
+		if ok && err == nil {
+			notify(id, seq)
 		}
-		notify(id, seq)
 	}
 }
 
