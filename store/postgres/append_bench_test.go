@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/toolcall-lab/lab/store/storetest"
 )
@@ -16,7 +17,19 @@ func BenchmarkAppendParallel(b *testing.B) {
 	s := openPG(b)
 	ctx := context.Background()
 	var sessions atomic.Int64
+	commits := func() float64 {
+		// The statistics are the backend's snapshot: clear it to read anew.
+		var n float64
+		if _, err := s.pool.Exec(ctx, `SELECT pg_stat_clear_snapshot()`); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.pool.QueryRow(ctx, `SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()`).Scan(&n); err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
 	b.SetParallelism(25) // × GOMAXPROCS goroutines
+	c0 := commits()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		id := fmt.Sprint("s", sessions.Add(1))
@@ -27,4 +40,9 @@ func BenchmarkAppendParallel(b *testing.B) {
 			}
 		}
 	})
+	b.StopTimer()
+	// Statistics reach pg_stat_database when a backend goes idle, within
+	// a second: an estimate, counting a few of the bench's own queries.
+	time.Sleep(1500 * time.Millisecond)
+	b.ReportMetric(float64(b.N)/(commits()-c0), "appends/commit")
 }
