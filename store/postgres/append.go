@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -170,6 +172,10 @@ func (s *Store) lead() {
 // record does not refuse the others; a failure to reach the database fails
 // them all at once.
 func (s *Store) commit(batch []*appendReq) {
+	// In the order of their keys, as every replica's batches: two that
+	// race for the same new sessions wait for each other in turn, never
+	// in a cycle (a deadlock PostgreSQL would break after a second).
+	slices.SortFunc(batch, func(a, b *appendReq) int { return strings.Compare(a.row.Session, b.row.Session) })
 	ctx, cancel := batchContext(batch)
 	defer cancel()
 	taken, err := s.commitBatch(ctx, batch)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,7 +27,7 @@ func commitNow(a *Store, recs ...store.Record) []error {
 		}
 		batch[i] = &appendReq{ctx: context.Background(), row: w, res: make(chan error, 1)}
 	}
-	a.commit(batch)
+	a.commit(slices.Clone(batch)) // which sorts it
 	errs := make([]error, len(recs))
 	for i, q := range batch {
 		errs[i] = <-q.res
