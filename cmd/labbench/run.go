@@ -35,7 +35,7 @@ type bench struct {
 	scaleInterval time.Duration
 	labBin        string
 	labFlags      []string
-	labs          []string // lab configurations measured: default, memory
+	labs          []string // lab configurations measured: default, memory, postgres
 	instructor    bool     // class: an instructor watches (lab only)
 	pgURL         string   // replicas: the PostgreSQL database both replicas share
 	self          string
@@ -46,8 +46,10 @@ var allScenarios = []string{"rtt", "class", "idle", "throughput", "slow", "scale
 
 // allLabs are the lab's configurations: "default" is the lab started as the
 // README starts it (its SQLite file ./lab-data/lab.db, in a fresh temporary
-// working directory), "memory" the same with -data :memory:.
-var allLabs = []string{"default", "memory"}
+// working directory), "memory" the same with -data :memory:, "postgres"
+// one replica on a fresh PostgreSQL database on -pg's server (rtt and
+// throughput only; skipped without -pg).
+var allLabs = []string{"default", "memory", postgresLab}
 
 // run is the whole program; it returns the exit status: 0 when the
 // benchmark ran (whether or not goals were met), 1 when it broke, 2 for bad
@@ -82,7 +84,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*b
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	scen := fs.String("scenarios", "rtt,class,idle,throughput", "comma-separated scenarios: "+strings.Join(allScenarios, ", ")+" (scale is 5,000 connections, lab only, run once; replicas is the class on two lab replicas sharing -pg, lab only)")
-	labs := fs.String("labs", "default,memory", "comma-separated lab configurations: default (SQLite file, as the README starts it), memory (-data :memory:)")
+	labs := fs.String("labs", "default,memory,postgres", "comma-separated lab configurations: default (SQLite file, as the README starts it), memory (-data :memory:), postgres (one replica on a fresh database on -pg's server; rtt and throughput only, skipped without -pg)")
 	b := &bench{stderr: stderr}
 	fs.BoolVar(&b.fixed, "fixed-baseline", true, "also measure the baseline with fixed 2.6 KB frames (column fixed-baseline), issue 14's \"about 3 KB\", and judge the goals against it in a second table")
 	fs.BoolVar(&b.instructor, "instructor", false, "class: an instructor connection watches the class on the lab, and its overview lag is reported")
@@ -98,7 +100,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*b
 	fs.IntVar(&b.scaleTabs, "scale-tabs", 2, "scale: tabs per session")
 	fs.DurationVar(&b.scaleInterval, "scale-interval", 2*time.Second, "scale: time between one session's ops, ±50%")
 	fs.StringVar(&b.labBin, "lab-bin", getenv("LABBENCH_LAB_BIN"), "lab binary to measure (default: go build ./cmd/lab into a temp dir)")
-	fs.StringVar(&b.pgURL, "pg", getenv("LAB_PG_URL"), "replicas: postgres:// URL of a scratch database both replicas use (default $LAB_PG_URL)")
+	fs.StringVar(&b.pgURL, "pg", getenv("LAB_PG_URL"), "replicas: postgres:// URL of a scratch database both replicas use; the postgres lab makes a database of its own on its server (default $LAB_PG_URL)")
 	labFlags := fs.String("lab-flags", "", `extra lab flags, space-separated, e.g. "-data /tmp/x.db"`)
 	short := fs.Bool("short", false, "a smoke run of a few seconds (CI): one rep, small loads")
 	err := fs.Parse(args[1:])
@@ -132,6 +134,12 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*b
 	}
 	if b.labs, err = list("-labs", *labs, allLabs); err != nil {
 		return nil, err
+	}
+	if b.pgURL == "" && slices.Contains(b.labs, postgresLab) {
+		fmt.Fprintln(stderr, "labbench: the postgres lab is skipped: no PostgreSQL (-pg or LAB_PG_URL)")
+		if b.labs = slices.DeleteFunc(b.labs, func(l string) bool { return l == postgresLab }); len(b.labs) == 0 {
+			return nil, errors.New("-labs: postgres alone needs -pg or LAB_PG_URL")
+		}
 	}
 	switch {
 	case b.duration <= 0 || b.classDuration <= 0 || b.interval <= 0 || b.scaleInterval <= 0:
@@ -180,6 +188,9 @@ type target struct {
 	// freshDir runs each server in a fresh temporary working directory,
 	// removed after it: the default lab creates ./lab-data/lab.db there.
 	freshDir bool
+	// pg runs each server on a fresh database of its own on this cluster,
+	// dropped after it, and samples the cluster's CPU on it.
+	pg *pgCluster
 }
 
 func (b *bench) run(ctx context.Context, stdout io.Writer) error {
@@ -205,6 +216,13 @@ func (b *bench) run(ctx context.Context, stdout io.Writer) error {
 	// measured); -lab-flags win over these. Every other protection keeps
 	// its default.
 	labEnv := append(os.Environ(), "LAB_FRAME_RATE=1000000", "LAB_FRAME_BURST=1000000", "LAB_INSTRUCTOR_TOKEN="+instructorToken)
+	var pg *pgCluster
+	if slices.Contains(b.labs, postgresLab) {
+		if pg, err = openCluster(ctx, b.pgURL); err != nil {
+			return err
+		}
+		defer pg.close()
+	}
 	var targets []target
 	for _, l := range b.labs {
 		t := target{name: l, bin: b.labBin, args: []string{"-addr", "127.0.0.1:0"}, env: labEnv}
@@ -215,6 +233,8 @@ func (b *bench) run(ctx context.Context, stdout io.Writer) error {
 			t.freshDir = true
 		case "memory":
 			t.args = append(t.args, "-data", ":memory:")
+		case postgresLab:
+			t.pg = pg
 		}
 		t.args = append(t.args, b.labFlags...)
 		targets = append(targets, t)
@@ -247,6 +267,8 @@ func (b *bench) run(ctx context.Context, stdout io.Writer) error {
 				// Its own store (PostgreSQL), so one lab configuration
 				// stands for all; the baseline has no replicas.
 				order = slices.DeleteFunc(order, func(t target) bool { return t.name != b.labs[0] })
+			} else if !slices.Contains(pgLabScenarios, sc) {
+				order = slices.DeleteFunc(order, func(t target) bool { return t.name == postgresLab })
 			}
 			if scenario := turnScenarios[sc]; scenario != nil {
 				// All at once, in turns (bench.inTurns).
@@ -294,15 +316,30 @@ func launch(ctx context.Context, t target) (srv *server, stop func() error, err 
 			return nil, nil, fmt.Errorf("making a working dir: %w", err)
 		}
 	}
-	// RemoveAll("") does nothing: no dir, nothing to remove.
-	if srv, err = start(ctx, t.name, t.bin, dir, t.args, t.env); err != nil {
-		os.RemoveAll(dir)
-		return nil, nil, err
+	args, db := t.args, ""
+	if t.pg != nil {
+		var dbURL string
+		if db, dbURL, err = t.pg.database(ctx); err != nil {
+			return nil, nil, err
+		}
+		args = append(slices.Clone(args), "-data", dbURL)
+	}
+	drop := func() error {
+		os.RemoveAll(dir) // RemoveAll("") does nothing: no dir, nothing to remove
+		if db != "" {
+			return t.pg.drop(db)
+		}
+		return nil
+	}
+	if srv, err = start(ctx, t.name, t.bin, dir, args, t.env); err != nil {
+		return nil, nil, errors.Join(err, drop())
+	}
+	if db != "" {
+		srv.dbCPU = func() (float64, error) { return t.pg.cpuSeconds(ctx, db) }
 	}
 	return srv, func() error {
 		err := srv.stop()
-		os.RemoveAll(dir)
-		return err
+		return errors.Join(err, drop())
 	}, nil
 }
 
@@ -445,6 +482,17 @@ func (r results) median(sc, server, metric string) (float64, bool) {
 type goal struct {
 	def, memory float64
 	onLab       bool
+	// atLeast makes def a floor; vsDefault says the value is the lab's
+	// ÷ the default lab's (the postgres lab's goals).
+	atLeast, vsDefault bool
+}
+
+// met reports whether v meets the goal for lab.
+func (g goal) met(lab string, v float64) bool {
+	if g.atLeast {
+		return v >= g.of(lab)
+	}
+	return v <= g.of(lab)
 }
 
 func (g goal) of(lab string) float64 {
@@ -456,10 +504,17 @@ func (g goal) of(lab string) float64 {
 
 func (g goal) String() string {
 	var s string
-	if g.onLab {
+	switch {
+	case g.vsDefault:
+		s = "÷ default "
+	case g.onLab:
 		s = "lab "
 	}
-	s += fmt.Sprintf("≤ %g", g.def)
+	op := "≤"
+	if g.atLeast {
+		op = "≥"
+	}
+	s += fmt.Sprintf("%s %g", op, g.def)
 	if g.memory > 0 && g.memory != g.def {
 		s += fmt.Sprintf("; ≤ %g in memory", g.memory)
 	}
@@ -483,11 +538,32 @@ func rows(b *bench) []row {
 		}
 		return with / without, true
 	}
+	// vsDefault is the postgres lab's median ÷ the default lab's.
+	vsDefault := func(sc, metric string) func(results, string) (float64, bool) {
+		return func(r results, server string) (float64, bool) {
+			if server != postgresLab {
+				return 0, false
+			}
+			v, ok1 := r.median(sc, server, metric)
+			d, ok2 := r.median(sc, "default", metric)
+			if !ok1 || !ok2 || d == 0 {
+				return 0, false
+			}
+			return v / d, true
+		}
+	}
+	pgCPU := func(r results, server string) (float64, bool) {
+		lab, ok1 := r.median("throughput", server, "CPU s/1000 ops")
+		db, ok2 := r.median("throughput", server, pgCPUMetric)
+		return lab + db, ok1 && ok2
+	}
 	scaleName := fmt.Sprintf("last-tab p99 ms (%d conns)", b.scaleSessions*b.scaleTabs)
 	return []row{
 		{scenario: "rtt", metric: "p50 ms"},
 		{scenario: "rtt", metric: "p99 ms", goal: goal{def: 2, memory: 1.5},
 			headline: "rtt p99: 1 session, 1 tab, closed loop, a new session every 100 ops"},
+		{scenario: "rtt", metric: "p99 ÷ default", goal: goal{def: 2, onLab: true, vsDefault: true}, derived: vsDefault("rtt", "p99 ms"),
+			headline: "postgres: one replica's rtt p99 ÷ the SQLite default's"},
 		{scenario: "class", metric: "sender p50 ms"},
 		{scenario: "class", metric: "sender p99 ms"},
 		{scenario: "class", metric: "last-tab p50 ms"},
@@ -500,6 +576,10 @@ func rows(b *bench) []row {
 		{scenario: "throughput", metric: "ops/s"},
 		{scenario: "throughput", metric: "CPU s/1000 ops", goal: goal{def: 2, memory: 1.5},
 			headline: fmt.Sprintf("server CPU per op: %d closed loops on %d sessions, a new session every 100 ops", b.loops, b.loops)},
+		{scenario: "throughput", metric: "ops/s ÷ default", goal: goal{def: 0.5, onLab: true, atLeast: true, vsDefault: true}, derived: vsDefault("throughput", "ops/s"),
+			headline: fmt.Sprintf("postgres: one replica's changes a second ÷ the SQLite default's, %d closed loops", b.loops)},
+		{scenario: "throughput", metric: pgCPUMetric},
+		{scenario: "throughput", metric: "lab + PostgreSQL CPU s/1000 ops", derived: pgCPU},
 		{scenario: "slow", metric: "others p99 ms, no slow"},
 		{scenario: "slow", metric: "others p99 ms, slow"},
 		{scenario: "slow", metric: "slow ÷ no slow", goal: goal{def: 1.2, onLab: true}, derived: slowRatio,
@@ -595,7 +675,7 @@ func (r results) printGoals(w io.Writer, b *bench, base string) {
 			switch {
 			case !ok:
 				line += "\t-"
-			case v <= rw.goal.of(l):
+			case rw.goal.met(l, v):
 				line += fmt.Sprintf("\t%.3g met", v)
 			default:
 				line += fmt.Sprintf("\t%.3g MISSED", v)

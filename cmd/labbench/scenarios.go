@@ -209,6 +209,7 @@ const turnsPerServer = 6
 type turnsResult struct {
 	ops  int
 	cpu  float64       // seconds
+	db   float64       // seconds of the PostgreSQL cluster's CPU (server.dbCPU)
 	took time.Duration // its turns' wall time
 	lat  samples       // every op's latency, when asked for
 }
@@ -239,6 +240,10 @@ func (b *bench) inTurns(ctx context.Context, srvs []*server, loops int, latencie
 	}
 	// turn runs server i's loops for d, adding to r.
 	turn := func(i int, d time.Duration, r *turnsResult) error {
+		db0, err := dbCPU(srvs[i])
+		if err != nil {
+			return err
+		}
 		cpu0, err := srvs[i].cpuSeconds()
 		if err != nil {
 			return err
@@ -265,7 +270,9 @@ func (b *bench) inTurns(ctx context.Context, srvs []*server, loops int, latencie
 		r.took += time.Since(t0)
 		cpu1, err := srvs[i].cpuSeconds()
 		r.cpu += cpu1 - cpu0
-		return errors.Join(append(errs, err)...)
+		db1, dbErr := dbCPU(srvs[i])
+		r.db += db1 - db0
+		return errors.Join(append(errs, err, dbErr)...)
 	}
 	for i, srv := range srvs {
 		if err := turn(i, b.duration/5, new(turnsResult)); err != nil {
@@ -286,6 +293,19 @@ func (b *bench) inTurns(ctx context.Context, srvs []*server, loops int, latencie
 		}
 	}
 	return res, nil
+}
+
+// pgCPUMetric is the throughput scenario's PostgreSQL CPU per op, for a
+// lab on PostgreSQL.
+const pgCPUMetric = "PostgreSQL CPU s/1000 ops"
+
+// dbCPU is srv's database CPU seconds so far (server.dbCPU), 0 for a
+// server without one.
+func dbCPU(srv *server) (float64, error) {
+	if srv.dbCPU == nil {
+		return 0, nil
+	}
+	return srv.dbCPU()
 }
 
 // rtt: one closed loop on each server.
@@ -312,6 +332,9 @@ func (b *bench) throughput(ctx context.Context, srvs []*server) ([]metrics, erro
 		ms[i] = metrics{
 			"ops/s":          float64(r.ops) / r.took.Seconds(),
 			"CPU s/1000 ops": r.cpu / float64(r.ops) * 1000,
+		}
+		if srvs[i].dbCPU != nil {
+			ms[i][pgCPUMetric] = r.db / float64(r.ops) * 1000
 		}
 	}
 	return ms, nil

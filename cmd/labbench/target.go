@@ -29,6 +29,9 @@ type server struct {
 	log  *tailBuffer
 	done chan error
 	lab  bool // a lab, not a baseline
+	// dbCPU, for a lab on PostgreSQL, is the CPU seconds the cluster has
+	// spent on its database so far (pgCluster.cpuSeconds); nil otherwise.
+	dbCPU func() (float64, error)
 }
 
 // isLab tells a lab configuration's server from a baseline's by its name
@@ -120,19 +123,37 @@ func (s *server) rssKiB() (int64, error) {
 
 // cpuSeconds reads the child's user plus system CPU time from /proc/PID/stat.
 func (s *server) cpuSeconds() (float64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	t, err := procCPU(s.cmd.Process.Pid)
 	if err != nil {
 		return 0, fmt.Errorf("reading %s cpu: %w", s.name, err)
 	}
-	// The command name may hold spaces; fields are counted after its ')'.
+	return t, nil
+}
+
+// procStat returns the fields of /proc/PID/stat after the command name,
+// which may hold spaces: f[0] is field 3 (state).
+func procStat(pid int) ([]string, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
 	i := bytes.LastIndexByte(data, ')')
 	if i < 0 {
-		return 0, errors.New("malformed /proc stat")
+		return nil, errors.New("malformed /proc stat")
 	}
 	f := strings.Fields(string(data[i+1:]))
-	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
+	// utime and stime are fields 14 and 15.
 	if len(f) < 13 {
-		return 0, errors.New("short /proc stat")
+		return nil, errors.New("short /proc stat")
+	}
+	return f, nil
+}
+
+// procCPU is a process's user plus system CPU time in seconds.
+func procCPU(pid int) (float64, error) {
+	f, err := procStat(pid)
+	if err != nil {
+		return 0, err
 	}
 	ut, err1 := strconv.ParseInt(f[11], 10, 64)
 	st, err2 := strconv.ParseInt(f[12], 10, 64)
@@ -140,6 +161,15 @@ func (s *server) cpuSeconds() (float64, error) {
 		return 0, fmt.Errorf("parsing /proc stat: %w", err)
 	}
 	return float64(ut+st) / clockTicks, nil
+}
+
+// procParent is a process's parent's pid (field 4).
+func procParent(pid int) (int, error) {
+	f, err := procStat(pid)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(f[1])
 }
 
 // tailBuffer keeps the last max bytes written, for error messages.

@@ -21,7 +21,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/toolcall-lab/lab/model"
 	"github.com/toolcall-lab/lab/store"
 )
 
@@ -70,8 +69,10 @@ var pgMigrations = [][]string{
 }
 
 // pgChannel is the LISTEN/NOTIFY channel every append notifies, with the
-// payload "<session> <seq>": a replica that hears of a seq it lacks reads
-// the events from the log, so the notification carries nothing else.
+// payload "<session> <seq>", or several such lines joined by "\n" for the
+// appends one commit stored together (parsePayload): a replica that hears
+// of a seq it lacks reads the events from the log, so the notification
+// carries nothing else.
 const pgChannel = "lab_events"
 
 // IsURL reports whether data names a PostgreSQL database rather
@@ -86,7 +87,8 @@ func IsURL(data string) bool {
 //
 // Ownership: the pool is safe for concurrent use and owns its connections;
 // closed is set once by Close. Listen owns the one connection it opens, for
-// as long as it runs. No goroutine of its own beyond the pool's.
+// as long as it runs. No goroutine of its own beyond the pool's: appends
+// commit on their callers' goroutines (appender).
 type Store struct {
 	name   string // the URL without its password, for errors and logs
 	pool   *pgxpool.Pool
@@ -97,6 +99,8 @@ type Store struct {
 	probeMu  sync.Mutex
 	probedAt time.Time
 	failed   atomic.Bool
+
+	ap appender // Append's group commit (append.go)
 }
 
 var (
@@ -187,41 +191,6 @@ func (s *Store) Name() string { return s.name }
 func (s *Store) check() error {
 	if s.closed.Load() {
 		return store.ErrClosed
-	}
-	return nil
-}
-
-// Append stores r and notifies pgChannel, in one round trip and one
-// (implicit) transaction, and returns once it is committed. A seq already
-// stored is ErrSeqTaken.
-func (s *Store) Append(ctx context.Context, r store.Record) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	w, err := store.Encode(r)
-	if err != nil {
-		return err
-	}
-	b := &pgx.Batch{}
-	if w.Seq == 1 {
-		b.Queue(`INSERT INTO sessions (id, created) VALUES ($1, $2)`, w.Session, w.TimeMs)
-	}
-	b.Queue(`INSERT INTO events (session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice, prediction)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-		w.Session, w.Seq, w.TimeMs, w.Actor, w.Kind, w.Message, w.MsgKind, w.MsgFrom, w.Raw,
-		[]byte(w.KeyRun), []byte(w.KeyCall), []byte(w.Run), []byte(w.Notice), w.Prediction)
-	if r.Event.Kind == model.Renamed {
-		b.Queue(`UPDATE sessions SET name = $1 WHERE id = $2`, []byte(r.Event.Name), w.Session)
-	}
-	b.Queue(`SELECT pg_notify($1, $2)`, pgChannel, w.Session+" "+strconv.FormatInt(w.Seq, 10))
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation: sessions' or events' key
-			err = store.ErrSeqTaken
-		} else {
-			s.failed.Store(true)
-		}
-		return fmt.Errorf("appending session %s seq %d to %s: %w", r.Session, r.Seq, s.name, err)
 	}
 	return nil
 }
@@ -387,12 +356,20 @@ func (s *Store) Listen(ctx context.Context, alive time.Duration, ready func(), n
 		case err != nil:
 			return listenError(ctx, fmt.Errorf("listening to %s: %w", s.name, err))
 		}
-		id, seqText, ok := strings.Cut(n.Payload, " ")
+		parsePayload(n.Payload, notify)
+	}
+}
+
+// parsePayload calls notify with each "<session> <seq>" line of a
+// pgChannel payload, in order; a line that is not one is skipped (not
+// ours: someone else notified the channel).
+func parsePayload(payload string, notify func(session string, seq uint64)) {
+	for line := range strings.SplitSeq(payload, "\n") {
+		id, seqText, ok := strings.Cut(line, " ")
 		seq, err := strconv.ParseUint(seqText, 10, 64)
-		if !ok || err != nil {
-			continue // not ours: someone else notified the channel
+		if ok && err == nil {
+			notify(id, seq)
 		}
-		notify(id, seq)
 	}
 }
 

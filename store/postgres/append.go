@@ -1,0 +1,390 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/toolcall-lab/lab/model"
+	"github.com/toolcall-lab/lab/store"
+)
+
+// Group commit, as store/sqlite's: an Append queues its row; the first
+// appender that finds no commit running leads it, commits everything
+// queued in one transaction and one round trip (commitBatch), and hands
+// the leadership to the oldest request still queued, whose goroutine
+// commits the next batch; the others wait for their result. So an append
+// with no one else writing commits on its own goroutine, and a busy
+// replica commits every waiting append together: one pipeline of two
+// statements (sessions, then events with one notification for them all),
+// which pgx prepares once per connection.
+//
+// Ownership: mu guards queue (requests not yet taken into a batch, in
+// arrival order) and leading (some goroutine is the leader). The leader
+// owns batch and cols, its scratch space. A request's res is written once
+// by a leader, or with errLead to pass the leadership on.
+type appender struct {
+	mu      sync.Mutex
+	queue   []*appendReq
+	leading bool
+
+	batch []*appendReq
+	later []*appendReq // queued behind a request of the same session
+	seen  map[string]struct{}
+	cols  columns
+
+	reqs sync.Pool // *appendReq, recycled once its result is received
+}
+
+// appendReq is one Append waiting for its commit.
+type appendReq struct {
+	ctx context.Context
+	row store.Row
+	res chan error // buffered, 1
+}
+
+// errLead, sent on a queued request's res, makes its goroutine the leader;
+// its own result comes later on the same channel.
+var errLead = errors.New("postgres: lead the next commit")
+
+// maxBatch bounds the records of one commit: a round trip's arrays stay
+// small, and a request queued behind a full batch waits for one more
+// commit at most.
+const maxBatch = 256
+
+// Append stores r and notifies pgChannel, and returns once it is
+// committed, together with the appends of other sessions that arrived
+// meanwhile (group commit, see appender). A seq already stored is
+// ErrSeqTaken; it fails that record alone.
+func (s *Store) Append(ctx context.Context, r store.Record) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	w, err := store.Encode(r)
+	if err != nil {
+		return err
+	}
+	q, _ := s.ap.reqs.Get().(*appendReq)
+	if q == nil {
+		q = &appendReq{res: make(chan error, 1)}
+	}
+	q.ctx, q.row = ctx, w
+	a := &s.ap
+	a.mu.Lock()
+	a.queue = append(a.queue, q)
+	lead := !a.leading
+	a.leading = true
+	a.mu.Unlock()
+	if lead {
+		s.lead()
+	}
+	for {
+		err = <-q.res
+		if err != errLead {
+			break
+		}
+		s.lead()
+	}
+	q.ctx, q.row = nil, store.Row{}
+	s.ap.reqs.Put(q)
+	if err != nil {
+		if !errors.Is(err, store.ErrSeqTaken) {
+			s.failed.Store(true)
+		}
+		return fmt.Errorf("appending session %s seq %d to %s: %w", r.Session, r.Seq, s.name, err)
+	}
+	return nil
+}
+
+// lead commits one batch of the queued requests: up to maxBatch, at most
+// one per session (a session's next seq waits for the commit of the one
+// before: the batch's statements match results to records by session),
+// none whose caller has given up. Then it hands the leadership to the
+// oldest request still queued, or gives it up when none is.
+func (s *Store) lead() {
+	a := &s.ap
+	a.mu.Lock()
+	a.batch, a.later = a.batch[:0], a.later[:0]
+	if a.seen == nil {
+		a.seen = map[string]struct{}{}
+	}
+	seen := a.seen
+	clear(seen)
+	n := 0
+	for _, q := range a.queue {
+		n++
+		if _, dup := seen[q.row.Session]; dup {
+			a.later = append(a.later, q)
+			continue
+		}
+		seen[q.row.Session] = struct{}{}
+		a.batch = append(a.batch, q)
+		if len(a.batch) == maxBatch {
+			break
+		}
+	}
+	rest := append(a.later, a.queue[n:]...)
+	k := copy(a.queue, rest)
+	clear(rest)
+	a.later = rest[:0]
+	clear(a.queue[k:])
+	a.queue = a.queue[:k]
+	a.mu.Unlock()
+
+	live := a.batch[:0]
+	for _, q := range a.batch {
+		if err := q.ctx.Err(); err != nil {
+			q.res <- err // never sent: not stored
+			continue
+		}
+		live = append(live, q)
+	}
+	if len(live) > 0 {
+		s.commit(live)
+	}
+	clear(a.batch)
+
+	a.mu.Lock()
+	if len(a.queue) == 0 {
+		a.leading = false
+		a.mu.Unlock()
+		return
+	}
+	next := a.queue[0].res
+	a.mu.Unlock()
+	next <- errLead
+}
+
+// commit commits batch and tells each request its outcome. When the batch
+// fails on a statement (a record whose session another replica deleted
+// breaks its foreign key), each record is committed alone, so one bad
+// record does not refuse the others; a failure to reach the database fails
+// them all at once.
+func (s *Store) commit(batch []*appendReq) {
+	// In the order of their keys, as every replica's batches: two that
+	// race for the same new sessions wait for each other in turn, never
+	// in a cycle (a deadlock PostgreSQL would break after a second).
+	slices.SortFunc(batch, func(a, b *appendReq) int { return strings.Compare(a.row.Session, b.row.Session) })
+	ctx, cancel := batchContext(batch)
+	defer cancel()
+	taken, err := s.commitBatch(ctx, batch)
+	var pgErr *pgconn.PgError
+	if err != nil && len(batch) > 1 && errors.As(err, &pgErr) {
+		for _, q := range batch {
+			one := []*appendReq{q}
+			ctx, cancel := batchContext(one)
+			taken, err := s.commitBatch(ctx, one)
+			cancel()
+			if err == nil && taken[0] {
+				err = store.ErrSeqTaken
+			}
+			q.res <- err
+		}
+		return
+	}
+	for i, q := range batch {
+		switch {
+		case err != nil:
+			q.res <- err
+		case taken[i]:
+			q.res <- store.ErrSeqTaken
+		default:
+			q.res <- nil
+		}
+	}
+}
+
+// batchContext bounds a batch's commit by the latest of its callers'
+// deadlines (none if one of them has none), and is cancelled by none of
+// them: a commit under way ends for all of them alike, and a caller whose
+// own deadline passed meanwhile still learns whether its record is stored.
+func batchContext(batch []*appendReq) (context.Context, context.CancelFunc) {
+	ctx := context.WithoutCancel(batch[0].ctx)
+	var last time.Time
+	for _, q := range batch {
+		d, ok := q.ctx.Deadline()
+		if !ok {
+			return context.WithCancel(ctx)
+		}
+		if d.After(last) {
+			last = d
+		}
+	}
+	return context.WithDeadline(ctx, last)
+}
+
+// columns are a batch's rows as one array per column, the parameters of
+// insertEventsSQL; the leader reuses them from batch to batch.
+type columns struct {
+	session                                   []string
+	seq, time, message                        []int64
+	actor, kind, msgKind, msgFrom, prediction []string
+	raw, keyRun, keyCall, run, notice         [][]byte
+	newSession                                []string
+	created                                   []int64
+	stored                                    map[string]struct{}
+}
+
+func (c *columns) reset() {
+	c.session, c.seq, c.time, c.message = c.session[:0], c.seq[:0], c.time[:0], c.message[:0]
+	c.actor, c.kind, c.msgKind, c.msgFrom, c.prediction = c.actor[:0], c.kind[:0], c.msgKind[:0], c.msgFrom[:0], c.prediction[:0]
+	clear(c.raw)
+	c.raw, c.keyRun, c.keyCall, c.run, c.notice = c.raw[:0], c.keyRun[:0], c.keyCall[:0], c.run[:0], c.notice[:0]
+	c.newSession, c.created = c.newSession[:0], c.created[:0]
+	if c.stored == nil {
+		c.stored = map[string]struct{}{}
+	}
+	clear(c.stored)
+}
+
+// text is s as a bytea parameter: never nil, which pgx would send as NULL
+// into a NOT NULL column.
+func text(s string) []byte {
+	if s == "" {
+		return []byte{}
+	}
+	return []byte(s)
+}
+
+const (
+	// A session's row comes with its first event. Another replica may
+	// have stored that first: its seq 1 then conflicts below.
+	insertSessionsSQL = `INSERT INTO sessions (id, created)
+		SELECT * FROM unnest($1::text[], $2::bigint[]) ON CONFLICT DO NOTHING`
+	// The events the batch could store (a seq another replica stored is
+	// left out: ON CONFLICT), a rename's name on its session, and one
+	// notification for them all ("<session> <seq>" lines, see pgChannel;
+	// several past 7,000 bytes, under PostgreSQL's 8,000),
+	// all in one statement; it returns the payloads, which name the
+	// stored records.
+	insertEventsSQL = `WITH ins AS (
+		INSERT INTO events (session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice, prediction)
+		SELECT * FROM unnest($3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::bigint[], $9::text[], $10::text[],
+			$11::bytea[], $12::bytea[], $13::bytea[], $14::bytea[], $15::bytea[], $16::text[])
+		ON CONFLICT DO NOTHING
+		RETURNING session, seq, kind, raw
+	), renamed AS (
+		UPDATE sessions SET name = ins.raw FROM ins WHERE ins.kind = $2 AND sessions.id = ins.session
+	)
+	SELECT payload, pg_notify($1, payload) FROM (
+		SELECT string_agg(pair, E'\n') AS payload FROM (
+			SELECT session || ' ' || seq AS pair,
+				sum(octet_length(session) + 22) OVER (ROWS UNBOUNDED PRECEDING) / 7000 AS chunk
+			FROM ins
+		) AS pairs GROUP BY chunk
+	) AS chunks`
+
+	// A lone record (an append with no other waiting: the round trip of
+	// labbench's rtt) goes as plain statements, which cost PostgreSQL
+	// less than the arrays and the CTE; its unique violation is its seq
+	// taken.
+	insertSessionSQL = `INSERT INTO sessions (id, created) VALUES ($1, $2)`
+	insertEventSQL   = `INSERT INTO events (session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice, prediction)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
+	renameSessionSQL = `UPDATE sessions SET name = $1 WHERE id = $2`
+	notifySQL        = `SELECT pg_notify($1, $2)`
+)
+
+// renamedKind is a rename's kind in the events table.
+var renamedKind = store.Kind(model.Event{Kind: model.Renamed})
+
+// commitBatch stores the batch (at most one record per session) in one
+// implicit transaction and one round trip; taken[i] reports that batch[i]'s
+// seq was already stored, so it was not. An error means none was stored.
+func (s *Store) commitBatch(ctx context.Context, batch []*appendReq) (taken []bool, err error) {
+	if len(batch) == 1 {
+		return s.commitOne(ctx, &batch[0].row)
+	}
+	c := &s.ap.cols
+	c.reset()
+	for _, q := range batch {
+		w := &q.row
+		c.session = append(c.session, w.Session)
+		c.seq = append(c.seq, w.Seq)
+		c.time = append(c.time, w.TimeMs)
+		c.actor = append(c.actor, w.Actor)
+		c.kind = append(c.kind, w.Kind)
+		c.message = append(c.message, w.Message)
+		c.msgKind = append(c.msgKind, w.MsgKind)
+		c.msgFrom = append(c.msgFrom, w.MsgFrom)
+		c.raw = append(c.raw, w.Raw)
+		c.keyRun = append(c.keyRun, text(w.KeyRun))
+		c.keyCall = append(c.keyCall, text(w.KeyCall))
+		c.run = append(c.run, text(w.Run))
+		c.notice = append(c.notice, text(w.Notice))
+		c.prediction = append(c.prediction, w.Prediction)
+		if w.Seq == 1 {
+			c.newSession = append(c.newSession, w.Session)
+			c.created = append(c.created, w.TimeMs)
+		}
+	}
+	b := &pgx.Batch{}
+	sessions := len(c.newSession) > 0
+	if sessions {
+		b.Queue(insertSessionsSQL, c.newSession, c.created)
+	}
+	b.Queue(insertEventsSQL, pgChannel, renamedKind,
+		c.session, c.seq, c.time, c.actor, c.kind, c.message, c.msgKind, c.msgFrom,
+		c.raw, c.keyRun, c.keyCall, c.run, c.notice, c.prediction)
+	br := s.pool.SendBatch(ctx, b)
+	if sessions {
+		_, err = br.Exec()
+	}
+	if err == nil {
+		var rows pgx.Rows
+		rows, err = br.Query()
+		if err == nil {
+			var payload string
+			_, err = pgx.ForEachRow(rows, []any{&payload, nil}, func() error {
+				parsePayload(payload, func(id string, _ uint64) { c.stored[id] = struct{}{} })
+				return nil
+			})
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	taken = make([]bool, len(batch))
+	for i, q := range batch {
+		_, ok := c.stored[q.row.Session]
+		taken[i] = !ok
+	}
+	return taken, nil
+}
+
+// commitOne stores one record as commitBatch does, in plain statements.
+func (s *Store) commitOne(ctx context.Context, w *store.Row) (taken []bool, err error) {
+	b := &pgx.Batch{}
+	if w.Seq == 1 {
+		b.Queue(insertSessionSQL, w.Session, w.TimeMs)
+	}
+	b.Queue(insertEventSQL, w.Session, w.Seq, w.TimeMs, w.Actor, w.Kind, w.Message, w.MsgKind, w.MsgFrom,
+		w.Raw, text(w.KeyRun), text(w.KeyCall), text(w.Run), text(w.Notice), w.Prediction)
+	if w.Kind == renamedKind {
+		b.Queue(renameSessionSQL, w.Raw, w.Session)
+	}
+	b.Queue(notifySQL, pgChannel, w.Session+" "+strconv.FormatInt(w.Seq, 10))
+	err = s.pool.SendBatch(ctx, b).Close()
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation: sessions' or events' key
+		return []bool{true}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []bool{false}, nil
+}

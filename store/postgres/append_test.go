@@ -1,0 +1,257 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolcall-lab/lab/internal/pgtest"
+	"github.com/toolcall-lab/lab/store"
+	"github.com/toolcall-lab/lab/store/storetest"
+)
+
+// commitNow commits recs as one batch of a's group commit and returns
+// each record's outcome.
+func commitNow(a *Store, recs ...store.Record) []error {
+	batch := make([]*appendReq, len(recs))
+	for i, r := range recs {
+		w, err := store.Encode(r)
+		if err != nil {
+			panic(err)
+		}
+		batch[i] = &appendReq{ctx: context.Background(), row: w, res: make(chan error, 1)}
+	}
+	a.commit(slices.Clone(batch)) // which sorts it
+	errs := make([]error, len(recs))
+	for i, q := range batch {
+		errs[i] = <-q.res
+	}
+	return errs
+}
+
+// TestPostgresBatchFailsOnlyItsBadRecords: in one commit, a seq another
+// replica stored (a first or a later one) fails that record alone with
+// ErrSeqTaken, an append to a session another replica deleted fails alone
+// with another error, and the others are stored, a rename names its
+// session, and each stored record is heard once.
+func TestPostgresBatchFailsOnlyItsBadRecords(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Database(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	r := storetest.Sample("r")
+	for _, rec := range append(append(storetest.Sample("x")[:2], r[:6]...), storetest.Sample("y")[0], storetest.Sample("gone")[0]) {
+		if err := b.Append(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Delete(ctx, []string{"gone"}); err != nil {
+		t.Fatal(err)
+	}
+
+	heard := make(chan string, 16)
+	ready := make(chan struct{})
+	listened := make(chan error, 1)
+	go func() {
+		listened <- a.Listen(ctx, func() { close(ready) }, func(id string, seq uint64) { heard <- fmt.Sprint(id, " ", seq) })
+	}()
+	select {
+	case <-ready:
+	case err := <-listened:
+		t.Fatalf("Listen returned before ready: %v", err)
+	}
+
+	// Without the deleted session the batch commits at once; with it, it
+	// fails on the foreign key and each record is committed alone.
+	k := 0
+	for _, tc := range []struct {
+		recs  []store.Record
+		want  []string // "ok", "taken", "refused"
+		heard []string
+	}{
+		{recs: []store.Record{storetest.Sample("n")[0], storetest.Sample("x")[1], storetest.Sample("y")[0]},
+			want: []string{"ok", "taken", "taken"}, heard: []string{"n 1"}},
+		{recs: []store.Record{storetest.Sample("m")[0], storetest.Sample("x")[1], r[6], storetest.Sample("gone")[1], storetest.Sample("y")[0]},
+			want: []string{"ok", "taken", "ok", "refused", "taken"}, heard: []string{"m 1", "r 7"}},
+	} {
+		k++
+		errs := commitNow(a, tc.recs...)
+		got := make([]string, len(errs))
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				got[i] = "ok"
+			case errors.Is(err, store.ErrSeqTaken):
+				got[i] = "taken"
+			default:
+				got[i] = "refused"
+			}
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Fatalf("outcomes %q (%v), want %q", got, errs, tc.want)
+		}
+		// A marker after them: what is heard before it is the batch's.
+		marker := storetest.Sample(fmt.Sprint("marker-", k))[0]
+		if err := b.Append(ctx, marker); err != nil {
+			t.Fatal(err)
+		}
+		var h []string
+		for {
+			select {
+			case x := <-heard:
+				h = append(h, x)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("heard only %q", h)
+			}
+			if h[len(h)-1] == marker.Session+" 1" {
+				break
+			}
+		}
+		if want := append(tc.heard, marker.Session+" 1"); !reflect.DeepEqual(h, want) {
+			t.Fatalf("heard %q, want %q", h, want)
+		}
+	}
+	for id, n := range map[string]int{"n": 1, "m": 1, "x": 2, "y": 1, "r": 7, "gone": 0} {
+		recs, err := a.Events(ctx, id)
+		if err != nil || len(recs) != n {
+			t.Fatalf("session %s: %v, %d events, want %d", id, err, len(recs), n)
+		}
+	}
+	if got, _ := a.Events(ctx, "r"); !reflect.DeepEqual(got, r[:7]) {
+		t.Fatalf("session r reads back %+v, want %+v", got, r[:7])
+	}
+	sessions, err := a.Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sessions {
+		if want := map[string]string{"r": r[6].Event.Name}[s.ID]; s.Name != want {
+			t.Fatalf("session %s named %q, want %q", s.ID, s.Name, want)
+		}
+	}
+}
+
+// TestPostgresRacingAppends: two appenders on one store race for every seq
+// of many sessions at once (group commit takes a session's second request
+// into a later batch): each seq is stored once, the other gets ErrSeqTaken.
+func TestPostgresRacingAppends(t *testing.T) {
+	t.Parallel()
+	s := openPG(t)
+	ctx := context.Background()
+	const sessions, seqs = 20, 9
+	var wg sync.WaitGroup
+	errs := make(chan error, sessions)
+	for i := range sessions {
+		wg.Go(func() {
+			recs := storetest.Sample(fmt.Sprint("s", i))[:seqs]
+			for _, rec := range recs {
+				var both [2]error
+				var pair sync.WaitGroup
+				for k := range both {
+					pair.Go(func() { both[k] = s.Append(ctx, rec) })
+				}
+				pair.Wait()
+				ok := 0
+				for _, err := range both {
+					switch {
+					case err == nil:
+						ok++
+					case !errors.Is(err, store.ErrSeqTaken):
+						errs <- err
+						return
+					}
+				}
+				if ok != 1 {
+					errs <- fmt.Errorf("session %s seq %d: stored %d times (%v)", rec.Session, rec.Seq, ok, both)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for i := range sessions {
+		id := fmt.Sprint("s", i)
+		if got, err := s.Events(ctx, id); err != nil || !reflect.DeepEqual(got, storetest.Sample(id)[:seqs]) {
+			t.Fatalf("session %s reads back %v %+v", id, err, got)
+		}
+	}
+}
+
+// TestParsePayload: a payload of one pair (the only kind older replicas
+// send), of several lines, and lines that are not ours.
+func TestParsePayload(t *testing.T) {
+	for _, tc := range []struct {
+		payload string
+		want    []string
+	}{
+		{"s 1", []string{"s 1"}},
+		{"s 0", []string{"s 0"}},
+		{"class:c 0", []string{"class:c 0"}},
+		{"a 1\nb 22\nc 3", []string{"a 1", "b 22", "c 3"}},
+		{"a 1\nnot ours\nb x\n\nc 3", []string{"a 1", "c 3"}},
+		{"", nil},
+		{"s -1", nil},
+	} {
+		var got []string
+		parsePayload(tc.payload, func(id string, seq uint64) { got = append(got, fmt.Sprint(id, " ", seq)) })
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("parsePayload(%q) = %q, want %q", tc.payload, got, tc.want)
+		}
+	}
+}
+
+// TestPostgresBigBatchIsHeard: a batch whose notification would pass
+// PostgreSQL's 8,000 bytes goes out in several, and every record is heard.
+func TestPostgresBigBatchIsHeard(t *testing.T) {
+	t.Parallel()
+	s := openPG(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	heard := make(chan string, maxBatch)
+	ready := make(chan struct{})
+	go s.Listen(ctx, func() { close(ready) }, func(id string, seq uint64) { heard <- fmt.Sprint(id, " ", seq) })
+	<-ready
+	var recs []store.Record
+	want := map[string]bool{}
+	for i := range maxBatch {
+		id := fmt.Sprintf("%03d-%s", i, strings.Repeat("x", 200))
+		recs = append(recs, storetest.Sample(id)[0])
+		want[id+" 1"] = true
+	}
+	for i, err := range commitNow(s, recs...) {
+		if err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+	}
+	for len(want) > 0 {
+		select {
+		case h := <-heard:
+			if !want[h] {
+				t.Fatalf("heard %.40q, not in the batch or twice", h)
+			}
+			delete(want, h)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d records not heard", len(want))
+		}
+	}
+}
