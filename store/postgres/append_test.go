@@ -69,7 +69,7 @@ func TestPostgresBatchFailsOnlyItsBadRecords(t *testing.T) {
 	ready := make(chan struct{})
 	listened := make(chan error, 1)
 	go func() {
-		listened <- a.Listen(ctx, func() { close(ready) }, func(id string, seq uint64) { heard <- fmt.Sprint(id, " ", seq) })
+		listened <- a.Listen(ctx, 2*time.Second, func() { close(ready) }, func(id string, seq uint64) { heard <- fmt.Sprint(id, " ", seq) })
 	}()
 	select {
 	case <-ready:
@@ -229,7 +229,7 @@ func TestPostgresBigBatchIsHeard(t *testing.T) {
 	defer cancel()
 	heard := make(chan string, maxBatch)
 	ready := make(chan struct{})
-	go s.Listen(ctx, func() { close(ready) }, func(id string, seq uint64) { heard <- fmt.Sprint(id, " ", seq) })
+	go s.Listen(ctx, 2*time.Second, func() { close(ready) }, func(id string, seq uint64) { heard <- fmt.Sprint(id, " ", seq) })
 	<-ready
 	var recs []store.Record
 	want := map[string]bool{}
