@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/goleak"
@@ -14,6 +15,10 @@ import (
 	"github.com/toolcall-lab/lab/store"
 	"github.com/toolcall-lab/lab/store/postgres"
 )
+
+// A listeningStore must stay a store.Listener, or the tests below pass
+// without a listener to stop.
+var _ store.Listener = (*listeningStore)(nil)
 
 var errStoreDown = errors.New("the store is down (injected)")
 
@@ -26,7 +31,7 @@ type listeningStore struct {
 	listening atomic.Int32
 }
 
-func (l *listeningStore) Listen(ctx context.Context, ready func(), _ func(string, uint64)) error {
+func (l *listeningStore) Listen(ctx context.Context, _ time.Duration, ready func(), _ func(string, uint64)) error {
 	l.listening.Add(1)
 	defer l.listening.Add(-1)
 	ready()
