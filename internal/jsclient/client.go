@@ -149,6 +149,10 @@ func start(b Budget) (*Submission, error) {
 func (s *Submission) stop(why error) {
 	if s.dead == nil {
 		s.dead = why
+		var ce *CallError
+		if errors.As(why, &ce) {
+			ce.dead = true
+		}
 	}
 	if s.cmd != nil {
 		_ = s.stdin.Close()
