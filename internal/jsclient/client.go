@@ -110,7 +110,7 @@ func (s *Submission) Close() {
 		return
 	}
 	s.closed = true
-	s.stop(errors.New("the submission is closed"))
+	s.stop(fmt.Errorf("the check was stopped before it ended: %w", model.ErrStop))
 	<-slots
 }
 
