@@ -160,7 +160,6 @@ func TestCodeSeedModulePasses(t *testing.T) {
 	}
 }
 
-
 // TestCodeWrongModulesFail: each wrong module fails with a shrunk trace of
 // at most 8 frames, which differs on replay exactly at step, and is drawn.
 func TestCodeWrongModulesFail(t *testing.T) {
