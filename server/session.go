@@ -86,8 +86,16 @@ type session struct {
 	stale func(id string)
 	caps  eventCaps
 
+	// check asks the Server's checker for a check of the session's code
+	// (code.go); allowCode spends a client address's allowance of them.
+	check     func(s *session, in model.CodeInput)
+	allowCode func(addr string) bool
+	// codeFailure is the failing trace the last frame shows (guarded by mu).
+	codeFailure *model.Failure
+
 	lab           *model.Lab   // owned by the current drainer
 	enc           stateEncoder // owned by the current drainer
+	code          codeState    // owned by the current drainer (code.go)
 	runs, renames int          // owned by the current drainer: events of these kinds so far
 	clock         stepClock    // owned by the current drainer
 }
@@ -97,6 +105,7 @@ type pending struct {
 	// control, when set, says the pending carries no command but work of
 	// the drainer's (see controlKind).
 	control controlKind
+	code    *checkDone // for a codeResult pending
 	cmd     model.Command
 	from    *conn          // the connection that sent it, for its error frame; may be nil
 	done    chan<- outcome // optional; receives the result (buffered by the caller)
@@ -125,6 +134,8 @@ const (
 	// lookUp: the session catches up with the log, and the outcome goes
 	// to done (session.lookUp).
 	lookUp
+	// codeResult: a code check ended (code, from the checker).
+	codeResult
 )
 
 // outcome is what became of a pending command: refused with err, or applied,
@@ -144,6 +155,7 @@ func newSession(id string, cfg *Config, m *metrics, frames *sharedframe.Pool, ch
 		reserve: func(*session, string) error { return nil }, unreserve: func(*session) {},
 		renameMember: func(string, string) error { return nil },
 		stale:        func(string) {},
+		check:        func(*session, model.CodeInput) {}, allowCode: func(string) bool { return true },
 		stuckAfter:   cfg.StuckAfter,
 		storeTimeout: orDefault(cfg.StoreTimeout, defaultStoreTimeout),
 		caps:         eventCaps{runs: cfg.MaxRuns, renames: cfg.MaxRenames, events: cfg.MaxEvents},
@@ -346,6 +358,9 @@ func (s *session) apply(p pending) {
 	case readTimeline:
 		s.sendTimeline(p)
 		return
+	case codeResult:
+		s.takeCodeResult(p.code)
+		return
 	case lookUp:
 		err := s.catchUp()
 		if err != nil {
@@ -358,6 +373,12 @@ func (s *session) apply(p pending) {
 		// It waited behind changes the store took the deadline over.
 		s.refuse(p, fmt.Errorf("%w: not stored within %v", errCannotSave, s.storeTimeout))
 		return
+	}
+	if p.cmd.Kind == model.SubmitCode {
+		if err := s.admitCode(&p); err != nil {
+			s.refuse(p, err)
+			return
+		}
 	}
 	if p.cmd.Kind == model.Deliver && p.cmd.By == model.Student && p.cmd.Predict == model.NoPrediction && s.requirePredictions.Load() {
 		s.refuse(p, errPredictionRequired)
@@ -546,6 +567,7 @@ func (s *session) advance(ev model.Event, now time.Time) {
 		s.clock.began = now
 	}
 	s.clock.steps(s.lab.Exercise(), s.lab.Seq(), now)
+	s.codeChanged(ev)
 }
 
 // broadcast hands the state the lab is at, changed last at now (by the
@@ -553,7 +575,7 @@ func (s *session) advance(ev model.Event, now time.Time) {
 // timeline entries entries makes (called only when someone watches), and
 // tells the overview. Called by the drainer.
 func (s *session) broadcast(now, own time.Time, entries func() []timelineEntry) {
-	s.enc.predictionsRequired = s.requirePredictions.Load()
+	s.enc.predictionsRequired, s.enc.code = s.requirePredictions.Load(), s.code.json
 	v := s.enc.encode(s.lab)
 	s.clock.receipts(v.Receipts)
 	prog := s.clock.progress(v)
@@ -567,6 +589,7 @@ func (s *session) broadcast(now, own time.Time, entries func() []timelineEntry) 
 	s.row = newRow(s.id, v, s.lastOwn)
 	s.row.progress = prog
 	s.row.Tabs = len(s.conns)
+	s.row.Code, s.codeFailure = s.code.row(), s.code.failure()
 	for _, c := range s.conns {
 		c.sendShared(frame)
 	}
@@ -598,10 +621,11 @@ func (s *session) setRequirePredictions(on bool) {
 // republish encodes the state again, unchanged but for the settings it
 // carries, and hands it to every tab and watcher. Called by the drainer.
 func (s *session) republish() {
-	s.enc.predictionsRequired = s.requirePredictions.Load()
+	s.enc.predictionsRequired, s.enc.code = s.requirePredictions.Load(), s.code.json
 	s.enc.encode(s.lab)
 	s.mu.Lock()
 	old := s.nextFrame()
+	s.row.Code, s.codeFailure = s.code.row(), s.code.failure()
 	for _, c := range s.conns {
 		c.sendShared(s.frame)
 	}
