@@ -484,17 +484,16 @@ func (s *Store) lead() {
 }
 
 // truncateLog copies the whole log into the database and empties it
-// (TRUNCATE checkpoint) once it has passed walLimit. The mover runs it
-// between two moves, holding txMu: run beside a transaction that never
-// pauses, it would wait for the write lock forever. Appends go on into the
-// journal meanwhile.
-func (s *Store) truncateLog() {
-	if s.walSize() <= s.walLimit {
-		return
+// (TRUNCATE checkpoint) once it has passed walLimit. Every transaction
+// that takes journal rows in runs it after its commit, holding txMu, on
+// its own connection c: run beside a writer that never pauses, it would
+// wait for the write lock forever. The mover's runs beside the appends,
+// which go on into the journal; the leader's (a transaction other than
+// the appends, or a move the mover fell behind on) hold those queued.
+func (s *Store) truncateLog(c *sql.Conn) {
+	if s.walSize() > s.walLimit {
+		c.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)")
 	}
-	s.txMu.Lock()
-	defer s.txMu.Unlock()
-	s.mconn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)")
 }
 
 // commit commits the batch: a batch of appends alone to the journal
@@ -621,7 +620,9 @@ func (s *Store) move() {
 	s.pendMu.Unlock()
 	// The database's epoch becomes the segment appends go to now: seg's
 	// rows are in it (a restart skips seg), the live one's are not.
-	if err := s.m.run(seg.epoch+1, nil); err != nil {
+	err := s.m.run(seg.epoch+1, nil)
+	s.truncateLog(s.mconn)
+	if err != nil {
 		return
 	}
 	s.dropPending(n)
@@ -730,6 +731,7 @@ func (s *Store) inTx(batch []request) error {
 		}
 		return nil
 	})
+	s.truncateLog(s.wconn)
 	if err != nil {
 		return err
 	}
@@ -1029,8 +1031,7 @@ func queryRows(ctx context.Context, c *sql.Conn, q string, args []any, scan func
 // comes once a second with about a second's changes, rather than a full
 // journal's at once (BENCHMARKS.md, issue 35). It copies the write-ahead
 // log into the database file beside the commits (a PASSIVE checkpoint
-// never blocks them), and empties it past walLimit (truncateLog). It
-// stops with Close.
+// never blocks them). It stops with Close.
 func (s *Store) checkpointer() {
 	defer close(s.cpDone)
 	tick := time.NewTicker(s.every)
@@ -1042,12 +1043,10 @@ func (s *Store) checkpointer() {
 			return
 		case <-s.moveReq:
 			s.move()
-			s.truncateLog()
 		case <-tick.C:
 			s.move() // one that failed before
 			last = s.moveIfIdle(last)
 			s.checkpoint()
-			s.truncateLog()
 		}
 	}
 }
