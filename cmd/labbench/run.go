@@ -20,29 +20,30 @@ import (
 
 // bench is one benchmark run's settings.
 type bench struct {
-	fixed         bool // -fixed-baseline
-	scenarios     []string
-	duration      time.Duration
-	classDuration time.Duration // the class and replicas scenarios' -duration
-	sessions      int
-	tabs          int
-	interval      time.Duration
-	idle          int
-	loops         int
-	reps          int
-	scaleSessions int
-	scaleTabs     int
-	scaleInterval time.Duration
-	labBin        string
-	labFlags      []string
-	labs          []string // lab configurations measured: default, memory, postgres
-	instructor    bool     // class: an instructor watches (lab only)
-	pgURL         string   // replicas: the PostgreSQL database both replicas share
-	self          string
-	stderr        io.Writer
+	fixed          bool // -fixed-baseline
+	scenarios      []string
+	duration       time.Duration
+	classDuration  time.Duration // the class and replicas scenarios' -duration
+	sessions       int
+	tabs           int
+	interval       time.Duration
+	idle           int
+	loops          int
+	reps           int
+	scaleSessions  int
+	courseSessions int
+	scaleTabs      int
+	scaleInterval  time.Duration
+	labBin         string
+	labFlags       []string
+	labs           []string // lab configurations measured: default, memory, postgres
+	instructor     bool     // class: an instructor watches (lab only)
+	pgURL          string   // replicas: the PostgreSQL database both replicas share
+	self           string
+	stderr         io.Writer
 }
 
-var allScenarios = []string{"rtt", "class", "idle", "throughput", "slow", "scale", "replicas"}
+var allScenarios = []string{"rtt", "class", "idle", "throughput", "course", "slow", "scale", "replicas"}
 
 // allLabs are the lab's configurations: "default" is the lab started as the
 // README starts it (its SQLite file ./lab-data/lab.db, in a fresh temporary
@@ -83,7 +84,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*bench, error) {
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scen := fs.String("scenarios", "rtt,class,idle,throughput", "comma-separated scenarios: "+strings.Join(allScenarios, ", ")+" (scale is 5,000 connections, lab only, run once; replicas is the class on two lab replicas sharing -pg, lab only)")
+	scen := fs.String("scenarios", "rtt,class,idle,throughput,course", "comma-separated scenarios: "+strings.Join(allScenarios, ", ")+" (scale is 5,000 connections, lab only, run once; replicas is the class on two lab replicas sharing -pg, lab only)")
 	labs := fs.String("labs", "default,memory,postgres", "comma-separated lab configurations: default (SQLite file, as the README starts it), memory (-data :memory:), postgres (one replica on a fresh database on -pg's server; rtt and throughput only, skipped without -pg)")
 	b := &bench{stderr: stderr}
 	fs.BoolVar(&b.fixed, "fixed-baseline", true, "also measure the baseline with fixed 2.6 KB frames (column fixed-baseline), issue 14's \"about 3 KB\", and judge the goals against it in a second table")
@@ -97,6 +98,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*b
 	fs.IntVar(&b.loops, "loops", 50, "throughput: closed-loop sessions")
 	fs.IntVar(&b.reps, "reps", 3, "repetitions; the table shows medians")
 	fs.IntVar(&b.scaleSessions, "scale-sessions", 2500, "scale: sessions")
+	fs.IntVar(&b.courseSessions, "course-sessions", 2000, "course: sessions (2 tabs each, an op each about every second, an instructor watching; the lab's per-address limits are raised to fit)")
 	fs.IntVar(&b.scaleTabs, "scale-tabs", 2, "scale: tabs per session")
 	fs.DurationVar(&b.scaleInterval, "scale-interval", 2*time.Second, "scale: time between one session's ops, ±50%")
 	fs.StringVar(&b.labBin, "lab-bin", getenv("LABBENCH_LAB_BIN"), "lab binary to measure (default: go build ./cmd/lab into a temp dir)")
@@ -128,6 +130,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*b
 		def("sessions", &b.sessions, 5)
 		def("idle", &b.idle, 100)
 		def("loops", &b.loops, 5)
+		def("course-sessions", &b.courseSessions, 100) // a small course: 2,000 take a minute a server
 	}
 	if b.scenarios, err = list("-scenarios", *scen, allScenarios); err != nil {
 		return nil, err
@@ -144,7 +147,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*b
 	switch {
 	case b.duration <= 0 || b.classDuration <= 0 || b.interval <= 0 || b.scaleInterval <= 0:
 		return nil, errors.New("-duration, -class-duration and the intervals must be positive")
-	case b.sessions < 1 || b.tabs < 2 || b.idle < 1 || b.loops < 1 || b.reps < 1 || b.scaleSessions < 1 || b.scaleTabs < 2:
+	case b.sessions < 1 || b.courseSessions < 1 || b.tabs < 2 || b.idle < 1 || b.loops < 1 || b.reps < 1 || b.scaleSessions < 1 || b.scaleTabs < 2:
 		return nil, errors.New("-sessions, -idle, -loops, -reps and -scale-sessions must be at least 1, -tabs and -scale-tabs at least 2")
 	}
 	if slices.Contains(b.scenarios, "replicas") && b.pgURL == "" {
@@ -371,8 +374,11 @@ func (b *bench) measureTogether(ctx context.Context, scenario turnScenario, ts [
 // measure runs one scenario against a fresh server of kind t, so that
 // memory and CPU are that scenario's alone.
 func (b *bench) measure(ctx context.Context, sc string, t target) (m metrics, err error) {
-	if sc == "replicas" {
+	switch sc {
+	case "replicas":
 		return b.replicas(ctx, t)
+	case "course":
+		return b.course(ctx, t)
 	}
 	srv, stop, err := launch(ctx, t)
 	if err != nil {
@@ -558,7 +564,7 @@ func rows(b *bench) []row {
 		return lab + db, ok1 && ok2
 	}
 	scaleName := fmt.Sprintf("last-tab p99 ms (%d conns)", b.scaleSessions*b.scaleTabs)
-	return []row{
+	return append([]row{
 		{scenario: "rtt", metric: "p50 ms"},
 		{scenario: "rtt", metric: "p99 ms", goal: goal{def: 2, memory: 1.5},
 			headline: "rtt p99: 1 session, 1 tab, closed loop, a new session every 100 ops"},
@@ -595,7 +601,7 @@ func rows(b *bench) []row {
 		{scenario: "scale", metric: scaleName, goal: goal{def: 100, onLab: true}, derived: func(r results, server string) (float64, bool) {
 			return r.median("scale", server, "last-tab p99 ms")
 		}, headline: fmt.Sprintf("scale: %d connections on %d sessions, last tab's p99 ms", b.scaleSessions*b.scaleTabs, b.scaleSessions)},
-	}
+	}, courseRows(b)...)
 }
 
 func (rw row) value(r results, server string) (float64, bool) {

@@ -24,7 +24,7 @@ func TestFlags(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
 	}
 	b, err := parseFlags([]string{"labbench", "-short", "-reps", "2"}, func(string) string { return "" }, &stderr)
-	if err != nil || b.reps != 2 || b.idle != 100 || b.duration >= time.Second || b.classDuration != b.duration || len(b.scenarios) != 4 || len(b.labs) != 2 {
+	if err != nil || b.reps != 2 || b.idle != 100 || b.duration >= time.Second || b.classDuration != b.duration || len(b.scenarios) != 5 || b.courseSessions >= 2000 || len(b.labs) != 2 {
 		t.Fatalf("short: %+v, %v", b, err)
 	}
 	// The class's p99 takes a longer measurement than the closed loops.

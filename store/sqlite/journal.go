@@ -11,13 +11,15 @@ import (
 	"github.com/toolcall-lab/lab/store"
 )
 
-// journal is the SQLite store's log of appends not yet in the database:
-// one file beside it, "<path>-appends" ("-journal" would be SQLite's own
-// rollback journal, which it would try to roll back). An append is in the
+// journal is one segment of the SQLite store's log of appends not yet in
+// the database: two files beside it, "<path>-appends" and
+// "<path>-appends2" ("-journal" would be SQLite's own rollback journal,
+// which it would try to roll back), appends going to one while the other
+// is moved into the database (Store.handOff). An append is in the
 // journal when write(2) has returned, which is when it survives kill -9
 // (the data is in the page cache; a power cut needs Options.FullSync, an
-// fsync per write). The store moves the journal's rows into the chunks
-// table in one transaction and then empties the journal (Store.inTx).
+// fsync per write). The store moves a segment's rows into the chunks
+// table in one transaction (Store.move, Store.inTx).
 //
 // The file is a header, journalMagic and the epoch (8 bytes, little
 // endian), then records: a length and a CRC-32 of the body (4 bytes each,
@@ -41,6 +43,7 @@ type journal struct {
 
 const (
 	journalSuffix     = "-appends"
+	journalSuffix2    = "-appends2" // the second segment (openJournals)
 	journalMagic      = "labjrnl1"
 	journalHeaderSize = len(journalMagic) + 8
 	// maxJournalRecord bounds a record's body: a reply of 1 MiB and its
@@ -48,12 +51,42 @@ const (
 	maxJournalRecord = 16 << 20
 )
 
-// openJournal opens (creating it) the journal at path for a database at
-// epoch, and returns the rows the journal holds that the database lacks,
-// in the order they were appended: none unless its epoch is the
-// database's. A file of another epoch, a damaged header or a torn tail are
-// cut back; a journal of a later epoch than the database's (the database
-// restored from an older copy, say) is refused rather than guessed at.
+// openJournals opens (creating them) the journal's two segment files
+// beside the database at path, for a database at epoch, and returns the
+// live one (appends go to it), the other, and the rows they hold that the
+// database lacks, in the order they were appended. Appends go to one
+// segment while the other is moved into the database (Store.handOff), so
+// the live one is of the epoch after the other's: a segment of the
+// database's epoch or the next holds rows the database lacks, one of an
+// earlier epoch none (a crash between a move and the segment's emptying).
+func openJournals(path string, epoch int64, sync bool) (live, other *journal, rows []*store.Row, err error) {
+	a, aRows, err := openJournal(path+journalSuffix, epoch, sync)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	b, bRows, err := openJournal(path+journalSuffix2, epoch, sync)
+	if err != nil {
+		a.close()
+		return nil, nil, nil, err
+	}
+	switch {
+	case a.epoch == b.epoch && len(aRows) > 0 && len(bRows) > 0:
+		a.close()
+		b.close()
+		return nil, nil, nil, fmt.Errorf("the journal's two files %s and %s are both of epoch %d: one was copied over the other; move one away", path+journalSuffix, path+journalSuffix2, a.epoch)
+	case b.epoch > a.epoch || b.epoch == a.epoch && len(bRows) > 0:
+		return b, a, append(aRows, bRows...), nil
+	}
+	return a, b, append(bRows, aRows...), nil
+}
+
+// openJournal opens (creating it) one segment of the journal at path for
+// a database at epoch, and returns the rows it holds that the database
+// lacks, in the order they were appended: none unless its epoch is the
+// database's or the next (see openJournals). A file of an earlier epoch,
+// a damaged header or a torn tail are cut back; a segment of a later
+// epoch than that (the database restored from an older copy, say) is
+// refused rather than guessed at.
 func openJournal(path string, epoch int64, sync bool) (*journal, []*store.Row, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -74,10 +107,11 @@ func openJournal(path string, epoch int64, sync bool) (*journal, []*store.Row, e
 	var rows []*store.Row
 	if len(data) >= journalHeaderSize && string(data[:len(journalMagic)]) == journalMagic {
 		switch fileEpoch := int64(binary.LittleEndian.Uint64(data[len(journalMagic):])); {
-		case fileEpoch > epoch:
+		case fileEpoch > epoch+1:
 			f.Close()
 			return nil, nil, fmt.Errorf("the journal %s is of epoch %d, newer than its database's %d: the database was replaced or deleted without it (they belong together); to start without the changes it holds, move it away", path, fileEpoch, epoch)
-		case fileEpoch == epoch:
+		case fileEpoch >= epoch:
+			j.epoch = fileEpoch
 			rows, j.size = decodeRecords(data[journalHeaderSize:])
 			j.size += int64(journalHeaderSize)
 			if j.size == int64(len(data)) {

@@ -172,22 +172,38 @@ type Store struct {
 	// commit, BEGIN and COMMIT included (database/sql's Tx parses both each
 	// time). All are owned by the leader (see Store); chunk, rows, errs
 	// and batch are its scratch space.
-	wconn                                                         *sql.Conn
-	begin, commitTx, rollback                                     *sql.Stmt
-	insertChunk, insertSession, renameSession, lastSeq, nextEpoch *sql.Stmt
-	chunk                                                         []byte
-	rows                                                          []*store.Row
-	errs                                                          []error
-	batch                                                         []request
+	wconn   *sql.Conn
+	w       txConn
+	lastSeq *sql.Stmt
+	rows    []*store.Row
+	errs    []error
+	batch   []request
+	// mconn is the mover's connection (see Store), owned by the
+	// checkpointer goroutine, as is its m.
+	mconn *sql.Conn
+	m     txConn
+	// txMu is held by every transaction that takes journal rows into the
+	// database (a move on mconn, inTx on wconn): one at a time, and a
+	// transaction never sees a move half done.
+	txMu sync.Mutex
 
-	// j is the journal, owned by the leader; jerr is why a write to it or
-	// its emptying after a move failed (appends repair it first, and fail
-	// while that fails: see repairJournal).
-	j    *journal
-	jerr error
-	// logGrew: a transaction ran since the leader last looked at the
-	// write-ahead log's size. Owned by the leader.
-	logGrew bool
+	// j is the journal segment appends are written to, owned by the
+	// leader; jerr is why a write to it or its emptying after a move
+	// failed (appends repair it first, and fail while that fails: see
+	// repairJournal). other is the second segment file: the leader's while
+	// moving is false, the mover's while it is true (see Store).
+	j     *journal
+	jerr  error
+	other *journal
+	// moving: other holds the first moveRows pending rows, handed to the
+	// mover (moveReq wakes it). Guarded by moveMu.
+	moveMu   sync.Mutex
+	moving   bool
+	moveRows int
+	moveReq  chan struct{}
+	// moveDue: the checkpointer's tick found rows pending while appends
+	// came; the leader hands them to the mover after its next commit.
+	moveDue atomic.Bool
 	// pending holds the journal's rows in the order appended, bySession
 	// each session's (a suffix of its log). The leader adds them after
 	// their write and drops them once a move has committed; readers look.
@@ -298,14 +314,14 @@ func Open(path string, opt Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the lab's data file %s: %w", path, err)
 	}
-	db.SetMaxOpenConns(4)
+	db.SetMaxOpenConns(5) // the writer's, the mover's, and readers'
 	if err := migrate(db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening the lab's data file %s: %w", path, err)
 	}
 	s := &Store{
 		path: path, db: db, maxBatch: opt.MaxBatch, every: opt.every, walLimit: opt.WALLimit,
-		quit: make(chan struct{}), cpDone: make(chan struct{}),
+		quit: make(chan struct{}), cpDone: make(chan struct{}), moveReq: make(chan struct{}, 1),
 		seqs: make(map[string]uint64), txSeqs: make(map[string]uint64), bySession: make(map[string][]*store.Row), known: make(map[string]struct{}),
 	}
 	if s.wconn, err = db.Conn(context.Background()); err != nil {
@@ -314,24 +330,28 @@ func Open(path string, opt Options) (*Store, error) {
 	}
 	fail := func(err error) (*Store, error) {
 		s.wconn.Close()
+		if s.mconn != nil {
+			s.mconn.Close()
+		}
 		db.Close()
-		if s.j != nil {
-			s.j.close()
+		for _, j := range []*journal{s.j, s.other} {
+			if j != nil {
+				j.close()
+			}
 		}
 		return nil, fmt.Errorf("opening the lab's data file %s: %w", path, err)
 	}
-	for _, p := range []struct {
-		stmt **sql.Stmt
-		sql  string
-	}{
-		// IMMEDIATE: take the write lock at BEGIN, where busy_timeout applies.
-		{&s.begin, `BEGIN IMMEDIATE`}, {&s.commitTx, `COMMIT`}, {&s.rollback, `ROLLBACK`},
-		{&s.insertChunk, insertChunkSQL}, {&s.insertSession, insertSessionSQL}, {&s.renameSession, renameSessionSQL}, {&s.lastSeq, lastSeqSQL},
-		{&s.nextEpoch, `UPDATE journal SET epoch = epoch + 1`},
-	} {
-		if *p.stmt, err = s.wconn.PrepareContext(context.Background(), p.sql); err != nil {
-			return fail(fmt.Errorf("preparing statements: %w", err))
-		}
+	if s.mconn, err = db.Conn(context.Background()); err != nil {
+		return fail(err)
+	}
+	if s.w, err = prepareTx(s.wconn); err != nil {
+		return fail(err)
+	}
+	if s.m, err = prepareTx(s.mconn); err != nil {
+		return fail(err)
+	}
+	if s.lastSeq, err = s.wconn.PrepareContext(context.Background(), lastSeqSQL); err != nil {
+		return fail(fmt.Errorf("preparing statements: %w", err))
 	}
 	s.idle.L = &s.mu
 	// Rows an older build left in events and recent move first.
@@ -345,11 +365,11 @@ func Open(path string, opt Options) (*Store, error) {
 	if err := s.loadKnown(); err != nil {
 		return fail(err)
 	}
-	j, recovered, err := openJournal(path+journalSuffix, epoch, opt.FullSync)
+	j, other, recovered, err := openJournals(path, epoch, opt.FullSync)
 	if err != nil {
 		return fail(err)
 	}
-	s.j = j
+	s.j, s.other = j, other
 	// What the journal held when the last process stopped (a crash, or
 	// kill -9) goes into the database before anything else.
 	s.addPending(recovered)
@@ -364,6 +384,36 @@ func Open(path string, opt Options) (*Store, error) {
 	}
 	go s.checkpointer()
 	return s, nil
+}
+
+// txConn is a connection that takes journal rows into the database, and
+// the statements prepared on it once: parsing them again on every commit
+// cost more than the commit, BEGIN and COMMIT included (database/sql's Tx
+// parses both each time). chunk and rows are its owner's scratch space.
+type txConn struct {
+	conn                                                                         *sql.Conn
+	begin, commit, rollback, insertChunk, insertSession, renameSession, setEpoch *sql.Stmt
+	chunk                                                                        []byte
+	rows                                                                         []*store.Row
+}
+
+func prepareTx(c *sql.Conn) (txConn, error) {
+	t := txConn{conn: c}
+	for _, p := range []struct {
+		stmt **sql.Stmt
+		sql  string
+	}{
+		// IMMEDIATE: take the write lock at BEGIN, where busy_timeout applies.
+		{&t.begin, `BEGIN IMMEDIATE`}, {&t.commit, `COMMIT`}, {&t.rollback, `ROLLBACK`},
+		{&t.insertChunk, insertChunkSQL}, {&t.insertSession, insertSessionSQL}, {&t.renameSession, renameSessionSQL},
+		{&t.setEpoch, `UPDATE journal SET epoch = ?`},
+	} {
+		var err error
+		if *p.stmt, err = c.PrepareContext(context.Background(), p.sql); err != nil {
+			return t, fmt.Errorf("preparing statements: %w", err)
+		}
+	}
+	return t, nil
 }
 
 // migrate brings the schema forward from whatever version the file has.
@@ -420,16 +470,6 @@ func (s *Store) lead() {
 	if len(s.batch) > 0 {
 		s.commit(s.batch)
 		clear(s.batch)
-		// Past walLimit the leader empties the log between two commits
-		// (truncateLog): appenders queue behind it meanwhile. Only a
-		// transaction grows the log, not a commit to the journal alone,
-		// whose stat was 3 % of the default lab's CPU.
-		if s.logGrew {
-			s.logGrew = false
-			if s.walSize() > s.walLimit {
-				s.truncateLog()
-			}
-		}
 	}
 	s.mu.Lock()
 	if len(s.queue) == 0 {
@@ -444,11 +484,16 @@ func (s *Store) lead() {
 }
 
 // truncateLog copies the whole log into the database and empties it
-// (TRUNCATE checkpoint). The writer runs it between two commits: run
-// beside a writer that never pauses, it would wait for the write lock
-// forever. The commits waiting meanwhile wait for it once.
-func (s *Store) truncateLog() {
-	s.db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
+// (TRUNCATE checkpoint) once it has passed walLimit. Every transaction
+// that takes journal rows in runs it after its commit, holding txMu, on
+// its own connection c: run beside a writer that never pauses, it would
+// wait for the write lock forever. The mover's runs beside the appends,
+// which go on into the journal; the leader's (a transaction other than
+// the appends, or a move the mover fell behind on) hold those queued.
+func (s *Store) truncateLog(c *sql.Conn) {
+	if s.walSize() > s.walLimit {
+		c.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)")
+	}
 }
 
 // commit commits the batch: a batch of appends alone to the journal
@@ -515,11 +560,75 @@ func (s *Store) journalCommit(batch []request) {
 		r.res <- s.errs[i]
 	}
 	s.dropRows()
-	if s.pendingRows() >= journalMoveRows || s.j.size >= journalMoveBytes {
-		// A failure is no one's change: the rows stay pending and in the
-		// journal, and the next move tries again.
-		s.inTx(nil)
+	if n := s.pendingRows(); n > 0 && (n >= journalMoveRows || s.j.size >= journalMoveBytes || s.moveDue.Load()) {
+		s.handOff(n)
 	}
+}
+
+// handOff gives the journal's n pending rows to the mover: the segment
+// that holds them becomes other, and appends go on into the emptied
+// other one, so that no append waits for the move. With a move still
+// running it waits for that one, unless the journal has grown to
+// journalMaxRows or journalMaxBytes: then the leader moves the rows itself
+// (inTx), holding the appends behind it, so that a mover that cannot keep
+// up (or keeps failing) does not let the journal and pending grow without
+// bound.
+func (s *Store) handOff(n int) {
+	s.moveMu.Lock()
+	busy := s.moving
+	s.moveMu.Unlock()
+	if busy {
+		if n >= journalMaxRows || s.j.size >= journalMaxBytes {
+			// A failure is no one's change: the rows stay pending and in
+			// the journal, and the next move tries again.
+			s.inTx(nil)
+		}
+		return
+	}
+	// The rows pending now are all in j: a move (inTx or the mover's)
+	// drops the rows of other before it ends.
+	if err := s.other.reset(s.j.epoch + 1); err != nil {
+		s.inTx(nil) // as above; other is reset again at the next hand-off
+		return
+	}
+	s.moveDue.Store(false)
+	s.j, s.other = s.other, s.j
+	s.moveMu.Lock()
+	s.moving, s.moveRows = true, n
+	s.moveMu.Unlock()
+	select {
+	case s.moveReq <- struct{}{}:
+	default: // already woken
+	}
+}
+
+// move takes the rows handed off (handOff) into the database in one
+// transaction on the mover's connection, beside the appends. It runs on
+// the checkpointer goroutine. A failure is no one's change: the rows stay
+// pending and in their segment, and the next look tries again.
+func (s *Store) move() {
+	s.txMu.Lock()
+	defer s.txMu.Unlock()
+	s.moveMu.Lock()
+	moving, n, seg := s.moving, s.moveRows, s.other
+	s.moveMu.Unlock()
+	if !moving {
+		return // inTx took them first
+	}
+	s.pendMu.Lock()
+	s.m.rows = append(s.m.rows[:0], s.pending[:n]...) // the leader only adds after them
+	s.pendMu.Unlock()
+	// The database's epoch becomes the segment appends go to now: seg's
+	// rows are in it (a restart skips seg), the live one's are not.
+	err := s.m.run(seg.epoch+1, nil)
+	s.truncateLog(s.mconn)
+	if err != nil {
+		return
+	}
+	s.dropPending(n)
+	s.moveMu.Lock()
+	s.moving, s.moveRows = false, 0
+	s.moveMu.Unlock()
 }
 
 // repairJournal empties the journal after a write to it failed (it may
@@ -538,12 +647,15 @@ func (s *Store) repairJournal() error {
 }
 
 // journalMoveRows and journalMoveBytes bound the rows waiting in the
-// journal (and in memory) and the journal's size before the leader moves
-// them into the database: one move holds the appends behind it for a few
-// milliseconds.
+// journal's live segment (and in memory) and its size before the leader
+// hands them to the mover; journalMaxRows and journalMaxBytes, those
+// waiting while a move runs, before the leader moves them itself,
+// holding the appends behind it (handOff).
 const (
 	journalMoveRows  = 4096
 	journalMoveBytes = 1 << 20
+	journalMaxRows   = 2 * journalMoveRows
+	journalMaxBytes  = 2 * journalMoveBytes
 )
 
 // pendingRows counts the rows in the journal not yet moved.
@@ -586,58 +698,88 @@ func (s *Store) dropPending(n int) {
 // into the database in it: every write sees every append before it. With
 // no batch it only moves them.
 func (s *Store) inTx(batch []request) error {
+	s.txMu.Lock() // after a move running, if one is: it moves rows before these
+	defer s.txMu.Unlock()
 	s.pendMu.Lock()
 	moved := len(s.pending)
-	s.rows = append(s.rows[:0], s.pending...) // only the leader adds to pending
+	s.w.rows = append(s.w.rows[:0], s.pending...) // only the leader adds to pending
 	s.pendMu.Unlock()
 	if moved == 0 && len(batch) == 0 {
 		return nil
 	}
-	s.logGrew = true
-	if _, err := s.begin.Exec(); err != nil {
-		s.dropRows()
-		return fmt.Errorf("beginning a transaction: %w", err)
-	}
 	clear(s.txSeqs)
-	fail := func(err error) error {
-		s.rollback.Exec()
-		s.dropRows()
-		return err
-	}
+	var epoch int64
 	if moved > 0 {
-		if _, err := s.nextEpoch.Exec(); err != nil {
-			return fail(err)
-		}
+		// Every pending row is in: those of j and, should a hand-off not
+		// have been moved yet, those of other, a segment before it.
+		epoch = s.j.epoch + 1
 	}
-	for _, r := range batch {
-		if r.row == nil {
-			// Any other work sees the rows appended before it.
-			if err := s.insertRows(); err != nil {
-				return fail(err)
+	err := s.w.run(epoch, func() error {
+		for _, r := range batch {
+			if r.row == nil {
+				// Any other work sees the rows appended before it.
+				if err := s.w.insertRows(); err != nil {
+					return err
+				}
+			}
+			if err := r.op(s.wconn); err != nil {
+				return err
+			}
+			if r.row != nil {
+				s.w.rows = append(s.w.rows, r.row)
 			}
 		}
-		if err := r.op(s.wconn); err != nil {
-			return fail(err)
-		}
-		if r.row != nil {
-			s.rows = append(s.rows, r.row)
-		}
-	}
-	if err := s.insertRows(); err != nil {
-		return fail(err)
-	}
-	if _, err := s.commitTx.Exec(); err != nil {
-		// A COMMIT that failed (busy) leaves the transaction open.
-		return fail(fmt.Errorf("committing: %w", err))
+		return nil
+	})
+	s.truncateLog(s.wconn)
+	if err != nil {
+		return err
 	}
 	s.commitSeqs()
 	if moved > 0 {
 		s.dropPending(moved)
+		s.moveMu.Lock()
+		s.moving, s.moveRows = false, 0 // a hand-off's rows were among them
+		s.moveMu.Unlock()
 		// Should this fail, the journal keeps rows of the epoch before,
 		// which a restart knows to skip; appends empty it first (jerr).
-		s.jerr = s.j.reset(s.j.epoch + 1)
+		s.jerr = s.j.reset(epoch)
 	}
 	return nil
+}
+
+// run runs, in one transaction on t, body and then the insertion of
+// t.rows, and sets the database's journal epoch to epoch unless it is 0
+// (no journal rows in it); t.rows is empty after it either way.
+func (t *txConn) run(epoch int64, body func() error) error {
+	defer t.dropRows()
+	if _, err := t.begin.Exec(); err != nil {
+		return fmt.Errorf("beginning a transaction: %w", err)
+	}
+	err := func() error {
+		if epoch > 0 {
+			if _, err := t.setEpoch.Exec(epoch); err != nil {
+				return err
+			}
+		}
+		if body != nil {
+			if err := body(); err != nil {
+				return err
+			}
+		}
+		if err := t.insertRows(); err != nil {
+			return err
+		}
+		if _, err := t.commit.Exec(); err != nil {
+			// A COMMIT that failed (busy) leaves the transaction open.
+			return fmt.Errorf("committing: %w", err)
+		}
+		return nil
+	}()
+	if err != nil {
+		t.rollback.Exec()
+	}
+	return err
 }
 
 // commitSeqs makes the seqs of the batch just stored (txSeqs) the
@@ -655,21 +797,21 @@ func (s *Store) commitSeqs() {
 	}
 }
 
-// insertRows inserts s.rows into chunks, with a session's row for its
-// first event and its renames, and empties s.rows.
-func (s *Store) insertRows() error {
-	defer s.dropRows()
-	if err := s.insertChunks(s.rows); err != nil {
+// insertRows inserts t.rows into chunks, with a session's row for its
+// first event and its renames, and empties t.rows.
+func (t *txConn) insertRows() error {
+	defer t.dropRows()
+	if err := t.insertChunks(t.rows); err != nil {
 		return err
 	}
-	for _, w := range s.rows { // sorted: a session's renames stay in order
+	for _, w := range t.rows { // sorted: a session's renames stay in order
 		if w.Seq == 1 {
-			if _, err := s.insertSession.Exec(w.Session, w.TimeMs); err != nil {
+			if _, err := t.insertSession.Exec(w.Session, w.TimeMs); err != nil {
 				return err
 			}
 		}
 		if w.Kind == model.KindRenamed {
-			if _, err := s.renameSession.Exec(string(w.Raw), w.Session); err != nil {
+			if _, err := t.renameSession.Exec(string(w.Raw), w.Session); err != nil {
 				return err
 			}
 		}
@@ -680,7 +822,7 @@ func (s *Store) insertRows() error {
 // insertChunks sorts rows by session and seq and inserts each session's
 // as one chunk. A session's rows must be consecutive seqs after those
 // chunks already hold, as a move's and an older build's are.
-func (s *Store) insertChunks(rows []*store.Row) error {
+func (t *txConn) insertChunks(rows []*store.Row) error {
 	slices.SortFunc(rows, func(a, b *store.Row) int {
 		return cmp.Or(strings.Compare(a.Session, b.Session), cmp.Compare(a.Seq, b.Seq))
 	})
@@ -689,19 +831,19 @@ func (s *Store) insertChunks(rows []*store.Row) error {
 		for n < len(rows) && rows[n].Session == rows[0].Session {
 			n++
 		}
-		b := s.chunk[:0]
+		b := t.chunk[:0]
 		for _, w := range rows[:n] {
 			b = appendRecord(b, w)
 		}
-		s.chunk = b
+		t.chunk = b
 		last := rows[n-1]
-		if _, err := s.insertChunk.Exec(last.Session, rows[0].Seq, last.Seq, last.TimeMs, b); err != nil {
+		if _, err := t.insertChunk.Exec(last.Session, rows[0].Seq, last.Seq, last.TimeMs, b); err != nil {
 			return err
 		}
 		rows = rows[n:]
 	}
-	if cap(s.chunk) > 1<<20 {
-		s.chunk = nil // a burst of big replies: do not keep its buffer
+	if cap(t.chunk) > 1<<20 {
+		t.chunk = nil // a burst of big replies: do not keep its buffer
 	}
 	return nil
 }
@@ -711,6 +853,12 @@ func (s *Store) insertChunks(rows []*store.Row) error {
 func (s *Store) dropRows() {
 	clear(s.rows)
 	s.rows = s.rows[:0]
+}
+
+// dropRows empties t.rows, as Store.dropRows.
+func (t *txConn) dropRows() {
+	clear(t.rows)
+	t.rows = t.rows[:0]
 }
 
 // loadKnown fills known from the sessions table: a session's row is
@@ -844,7 +992,7 @@ func (s *Store) convertOlder() error {
 				if err != nil {
 					return err
 				}
-				if err := s.insertChunks(rows); err != nil {
+				if err := s.w.insertChunks(rows); err != nil {
 					return err
 				}
 			}
@@ -875,14 +1023,15 @@ func queryRows(ctx context.Context, c *sql.Conn, q string, args []any, scan func
 	return rows.Err()
 }
 
-// checkpointer moves the journal into the database once appends pause,
-// and copies the write-ahead log into the database file, beside the
-// commits (a PASSIVE checkpoint never blocks them), so that commits never
-// wait for a checkpoint and the log stays small. It looks every second.
-// While appends keep coming the leader moves the journal when it is full
-// (journalMoveRows): a move holds the appends behind it, and a class of 300
-// changes a second held some every second, its p99 twice the in-memory
-// store's (BENCHMARKS.md). It stops with Close.
+// checkpointer is the mover: it moves the segments the leader hands it
+// (handOff) into the database, beside the appends, which go on into the
+// other segment. It looks every second (every): if appends paused, it
+// moves the journal through the leader (flush); if not, the leader hands
+// it what is pending after its next commit, so that under traffic a move
+// comes once a second with about a second's changes, rather than a full
+// journal's at once (BENCHMARKS.md, issue 35). It copies the write-ahead
+// log into the database file beside the commits (a PASSIVE checkpoint
+// never blocks them). It stops with Close.
 func (s *Store) checkpointer() {
 	defer close(s.cpDone)
 	tick := time.NewTicker(s.every)
@@ -892,7 +1041,10 @@ func (s *Store) checkpointer() {
 		select {
 		case <-s.quit:
 			return
+		case <-s.moveReq:
+			s.move()
 		case <-tick.C:
+			s.move() // one that failed before
 			last = s.moveIfIdle(last)
 			s.checkpoint()
 		}
@@ -900,16 +1052,20 @@ func (s *Store) checkpointer() {
 }
 
 // moveIfIdle moves the journal into the database if no append came since
-// the checkpointer's last look, when the appends counted were last; it
-// returns the count now.
+// the checkpointer's last look, when the appends counted were last, and
+// otherwise has the leader hand off what is pending (moveDue); it returns
+// the count now.
 func (s *Store) moveIfIdle(last uint64) uint64 {
 	s.pendMu.Lock()
 	waiting, n := len(s.pending) > 0, s.appends
 	s.pendMu.Unlock()
-	if waiting && n == last {
+	switch {
+	case waiting && n == last:
 		// A failure is no one's change: the rows stay pending and in the
-		// journal, and the next look tries again.
+		// journal, and the next move tries again.
 		s.flush(context.Background())
+	case waiting:
+		s.moveDue.Store(true)
 	}
 	return n
 }
@@ -1138,8 +1294,9 @@ func (s *Store) Close() error {
 		}
 		s.mu.Unlock()
 		s.wconn.Close() // no leader now, and none to come
+		s.mconn.Close() // the checkpointer has exited
 		s.checkpoint()
-		err = errors.Join(s.db.Close(), s.j.close())
+		err = errors.Join(s.db.Close(), s.j.close(), s.other.close())
 	})
 	return err
 }
