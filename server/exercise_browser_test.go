@@ -343,12 +343,19 @@ func TestBrowserExerciseInjectionBeforeStep2(t *testing.T) {
 	l.deliverAs("step 2: deliver message 2", 3, "2", seedCompleted, "Completed", "New answer")
 	p.ticked("step 2 as worded", 1, 2)
 
-	// Delivering the instructor's held stale reply is step 3's lesson.
+	// Delivering the instructor's held stale reply shows step 3's lesson
+	// but is not the student's own work: no tick (model/exercise.go).
 	l.deliverAs("deliver I1", 2, "I1", seedOtherCall, "Completed", "New answer")
-	v2 := p.ticked("step 3 with the instructor's message", 1, 2, 3)
+	v2 := p.ticked("no step 3 with the instructor's message", 1, 2)
 	if why := v2.Whys[1]; why != "Why: this reply is for run-1; the current call is run-2/lookup (a message from your instructor)" {
 		t.Errorf("the instructor's message's explanation %q", why)
 	}
+	if v2.Current != 3 {
+		t.Errorf("after the instructor's message the page says step %d, want 3", v2.Current)
+	}
+	// The student's own held reply for run-1 ticks it.
+	l.deliverAs("deliver message 1", 1, "1", seedOtherCall, "Completed", "New answer")
+	p.ticked("step 3 with the student's own message", 1, 2, 3)
 }
 
 // boardRow is one row of the console's progress board, read from the DOM.

@@ -764,11 +764,16 @@ function renderName(name) {
   }
 }
 
-// countName says how much of the limit the name uses; the field itself
-// stops at the limit (maxlength), which is said, never silent.
+// countName says how much of the limit the name uses, counting characters
+// as a person does (an emoji with its joiners or skin tone is one), as the
+// server does (model.NameLength). The field has no maxlength, which counts
+// UTF-16 units and cuts a pasted name silently: a name over the limit is
+// refused by the server, with the limit.
+const graphemes = typeof Intl.Segmenter === "function" ? new Intl.Segmenter(undefined, { granularity: "grapheme" }) : null;
 function countName() {
-  const used = [...ui.name.value].length;
-  setText(ui.nameCount, `${used} of ${NAME_MAX}`);
+  const v = ui.name.value.trim();
+  const used = graphemes ? [...graphemes.segment(v)].length : [...v].length;
+  setText(ui.nameCount, used > NAME_MAX ? `${used} of ${NAME_MAX}: too long, shorten it` : `${used} of ${NAME_MAX}`);
   setData(ui.nameHint, "full", String(used >= NAME_MAX));
 }
 
