@@ -9,12 +9,13 @@ import (
 // The exercise: the nine steps of the seed's walkthrough ("Try delayed and
 // reordered replies") as checkpoints. A step counts when the student has done
 // what it teaches, in any run and any order, whatever the message numbers.
-// Only the student's own actions tick a step: a message the student queued,
-// or a held message the student delivered, whoever queued it (the lesson is
-// what the client does with the message, not who wrote it). An instructor's
-// delivery (an injection delivered at once, or a delivery by the instructor)
-// never ticks a step, and a step that needs two deliveries (5, 6) needs both
-// to be the student's.
+// Only the student's own work ticks a step: a message the student queued,
+// delivered by the student. An instructor's message never ticks a step,
+// whoever delivers it (a held injection the student delivers shows the
+// lesson, but the student did not make the case), and neither does an
+// instructor's delivery; a step that needs two deliveries (5, 6) needs both
+// to be the student's. So an injection never moves the student's current
+// step or the time on it (the server's stepClock counts from ticks).
 //
 // The rules, each checked when the event is applied:
 //
@@ -108,9 +109,23 @@ type Exercise struct {
 	// time the step was first done.
 	DoneAt [NumSteps]uint64
 	parts  [NumSteps]uint8 // bit i: part i of the step has been seen
+	// StartedAt is the seq of the student's first own action (a message
+	// queued or delivered, a run started), 0 before: a student who has not
+	// started is not on a step's clock, and never stuck.
+	StartedAt uint64
 	// unresolved: the current run's call was made Unresolved by the
 	// student's own deadline delivery (steps 5 and 6); reset by a new run.
 	unresolved bool
+}
+
+// Started reports whether the student has acted at all.
+func (x Exercise) Started() bool { return x.StartedAt != 0 }
+
+// acted records the student's action with seq.
+func (x *Exercise) acted(seq uint64) {
+	if x.StartedAt == 0 {
+		x.StartedAt = seq
+	}
 }
 
 // Progress replays events on a new session and returns its exercise: what
@@ -198,7 +213,7 @@ func (x *Exercise) queued(seq uint64, call Call, m Message, pr parsedReply) {
 // delivered observes a delivery of m by by to before, in a session at run
 // number runs, with its result d (steps 2 to 9).
 func (x *Exercise) delivered(seq uint64, by Actor, runs int, before Call, m Message, d Delivery) {
-	if by != Student {
+	if by != Student || m.From != Student {
 		return
 	}
 	after := d.Call

@@ -103,10 +103,10 @@ func TestSeedWalkthroughTicks(t *testing.T) {
 func TestAnotherOrderTicks(t *testing.T) {
 	t.Parallel()
 	cmds := []Command{
-		// 8 at run-1, with the instructor's held messages delivered by the student.
-		injectReply(otherCallID, false), deliver(1),
+		// 8 at run-1.
+		queue(otherCallID), deliver(1),
 		queue(numeric), deliver(2),
-		injectReply(`{"runId":`, false), deliver(3),
+		queue(`{"runId":`), deliver(3),
 		// 7b: a deadline for run-1 delivered at run-2, Pending.
 		queueDeadline(), start(), deliver(4),
 		// 9a and 2 at run-2.
@@ -189,7 +189,7 @@ func TestStepRules(t *testing.T) {
 		{"1 miss: injected", 1, []Command{injectReply(completion("run-1", "x"), false)}, false},
 
 		{"2 seed", 2, []Command{queue(completion("run-1", "Old answer")), start(), queue(completion("run-2", "New answer")), deliver(2)}, true},
-		{"2 an instructor's held completion, delivered by the student", 2, []Command{start(), injectReply(completion("run-2", "x"), false), deliver(1)}, true},
+		{"2 miss: an instructor's held completion, delivered by the student", 2, []Command{start(), injectReply(completion("run-2", "x"), false), deliver(1)}, false},
 		{"2 miss: run-1, no new run", 2, []Command{queue(completion("run-1", "x")), deliver(1)}, false},
 		{"2 miss: delivered by the instructor", 2, []Command{start(), queue(completion("run-2", "x")), byInstructor(deliver(1))}, false},
 		{"2 miss: injected and delivered", 2, []Command{start(), injectReply(completion("run-2", "x"), true)}, false},
@@ -237,7 +237,8 @@ func TestStepRules(t *testing.T) {
 
 		{"7 seed", 7, []Command{start(), queueDeadline(), queue(Draft(Key{"run-2", CallID})), deliver(2), deliver(1), queueDeadline(), start(), deliver(3)}, true},
 		{"7 the other order", 7, []Command{queueDeadline(), start(), deliver(1), queueDeadline(), queue(completion("run-2", "x")), deliver(3), deliver(2)}, true},
-		{"7 after a rejection, and the instructor's held old deadline", 7, []Command{queueDeadline(), queue(rejection("run-1", "r")), deliver(2), deliver(1), start(), injectDeadline("run-1", false), deliver(3)}, true},
+		{"7 after a rejection, and an older run's deadline", 7, []Command{queueDeadline(), queue(rejection("run-1", "r")), deliver(2), deliver(1), queueDeadline(), start(), deliver(3)}, true},
+		{"7 miss: the instructor's held old deadline, delivered by the student", 7, []Command{queueDeadline(), queue(rejection("run-1", "r")), deliver(2), deliver(1), start(), injectDeadline("run-1", false), deliver(3)}, false},
 		{"7 miss: only the deadline after the result", 7, []Command{queueDeadline(), queue(completion("run-1", "x")), deliver(2), deliver(1)}, false},
 		{"7 miss: only the old deadline", 7, []Command{queueDeadline(), start(), deliver(1)}, false},
 		{"7 miss: the old deadline meets a final call", 7, []Command{queueDeadline(), start(), queue(completion("run-2", "x")), deliver(2), deliver(1), queueDeadline(), deliver(3)}, false},
@@ -246,7 +247,7 @@ func TestStepRules(t *testing.T) {
 		{"7 miss: delivered by the instructor", 7, []Command{queueDeadline(), queue(completion("run-1", "x")), deliver(2), byInstructor(deliver(1)), queueDeadline(), start(), byInstructor(deliver(3))}, false},
 
 		{"8 seed", 8, []Command{queue(otherCallID), deliver(1), queue(`{`), deliver(2), queue(numeric), deliver(3)}, true},
-		{"8 the instructor's held messages", 8, []Command{injectReply(otherCallID, false), injectReply(`{`, false), injectReply(`[]`, false), deliver(3), deliver(2), deliver(1)}, true},
+		{"8 miss: the instructor's held messages, delivered by the student", 8, []Command{injectReply(otherCallID, false), injectReply(`{`, false), injectReply(`[]`, false), deliver(3), deliver(2), deliver(1)}, false},
 		{"8 miss: after the final outcome", 8, []Command{queue(completion("run-1", "x")), deliver(1), queue(otherCallID), deliver(2), queue(`{`), deliver(3), queue(numeric), deliver(4)}, false},
 		{"8 miss: while Unresolved", 8, []Command{queueDeadline(), deliver(1), queue(otherCallID), deliver(2), queue(`{`), deliver(3), queue(numeric), deliver(4)}, false},
 		{"8 miss: another runId too", 8, []Command{start(), queue(otherCallID), deliver(1), queue(`{`), deliver(2), queue(numeric), deliver(3)}, false},
@@ -344,5 +345,30 @@ func TestLooksLikeMarkup(t *testing.T) {
 		if got := looksLikeMarkup(c.s); got != c.want {
 			t.Errorf("looksLikeMarkup(%q) = %v", c.s, got)
 		}
+	}
+}
+
+// TestStartedIsTheStudentsOwn: a session's exercise starts with the
+// student's first own action; a rename or an instructor's injection (held
+// or delivered at once) does not start it.
+func TestStartedIsTheStudentsOwn(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		cmds []Command
+		want uint64 // StartedAt
+	}{
+		{"nothing", nil, 0},
+		{"injections only", []Command{injectReply(completion("run-1", "x"), false), injectReply(completion("run-1", "y"), true)}, 0},
+		{"an injection, then the student queues", []Command{injectReply(completion("run-1", "x"), false), queue(completion("run-1", "y"))}, 2},
+		{"the student starts a run", []Command{start()}, 1},
+		{"the instructor delivers", []Command{queue(completion("run-1", "x")), byInstructor(deliver(1))}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, _ := run(t, tc.cmds)
+			if x := l.Exercise(); x.StartedAt != tc.want || x.Started() != (tc.want != 0) {
+				t.Fatalf("StartedAt %d, want %d", x.StartedAt, tc.want)
+			}
+		})
 	}
 }

@@ -11,16 +11,29 @@ import (
 	"github.com/toolcall-lab/lab/model/jsjson"
 )
 
-// MaxNameLength caps a display name, in characters (Unicode code points).
+// MaxNameLength caps a display name, in characters as a person counts them
+// (NameLength): an emoji with its joiners, skin tone and variation
+// selector, a flag, or a letter with its accents is one.
 const MaxNameLength = 40
+
+// MaxNameBytes caps a display name's UTF-8 bytes too, whatever it counts as:
+// room for forty emoji sequences of 16 bytes (a person at a laptop is 11, a
+// skin-toned one 15), not for a name buried under thousands of marks.
+const MaxNameBytes = 640
+
+// maxMarksInARow is how many combining marks may follow one character:
+// enough for any script's stacked accents, not for "Zalgo" text that runs
+// over the rows around it in the instructor's table.
+const maxMarksInARow = 8
 
 // ErrInvalidName refuses a name that holds a control character (a newline or
 // tab would break the instructor's one-line table).
 var ErrInvalidName = errors.New("name must not contain control characters")
 
-// formatCharError refuses a name holding a format character (Unicode
-// category Cf: bidi overrides such as U+202E, zero-width characters), which
-// can make a name look like another in the instructor's table. It is an
+// formatCharError refuses a name holding an invisible character that can
+// make a name look like another in the instructor's table or reorder the
+// text around it: bidi overrides, embeddings, isolates and marks (U+202E,
+// U+2066, U+200F…), zero-width spaces, soft hyphens, fillers. It is an
 // ErrInvalidName.
 type formatCharError struct{ r rune }
 
@@ -30,22 +43,113 @@ func (e formatCharError) Error() string {
 
 func (e formatCharError) Is(target error) bool { return target == ErrInvalidName }
 
-// NormalizeName returns the name a session shows: trimmed of surrounding
-// white space, at most MaxNameLength characters, no control characters and
-// no format characters (category Cf). "" (or only spaces) clears the name.
+// Characters of emoji sequences, which phone keyboards make and a name keeps.
+const (
+	zwj       = '\u200D' // zero-width joiner: 👩‍💻 is 👩 ZWJ 💻
+	zwnj      = '\u200C' // zero-width non-joiner: needed in Persian and Indic names
+	tagFirst  = '\U000E0020'
+	tagLast   = '\U000E007F' // tag characters: a subdivision flag such as 🏴󠁧󠁢󠁳󠁣󠁴󠁿 is 🏴 and tags
+	blackFlag = '\U0001F3F4'
+)
+
+// NormalizeName is the one place that decides a display name, for a rename
+// and for joining a class (the store compares the result by NameKey). It
+// trims surrounding white space and makes every other space one plain
+// space (runs of them one), and refuses rather than cuts: more than
+// MaxNameLength characters (NameLength) or MaxNameBytes bytes
+// (*LimitError); control characters, line and paragraph separators, and
+// invisible format characters (category Cf: bidi controls, zero-width
+// spaces) other than what emoji and scripts need: a joiner or non-joiner
+// between two visible characters, and tag characters after 🏴
+// (ErrInvalidName). Variation selectors, skin tones, combining marks and
+// regional-indicator flags are ordinary characters of a name. "" (or only
+// spaces) clears the name.
 func NormalizeName(name string) (string, error) {
-	name = strings.TrimSpace(name)
-	if utf8.RuneCountInString(name) > MaxNameLength {
-		return "", &LimitError{Cap: "name length in characters", Max: MaxNameLength}
-	}
-	if strings.IndexFunc(name, unicode.IsControl) >= 0 {
+	if !utf8.ValidString(name) {
 		return "", ErrInvalidName
 	}
-	if i := strings.IndexFunc(name, func(r rune) bool { return unicode.Is(unicode.Cf, r) }); i >= 0 {
-		r, _ := utf8.DecodeRuneInString(name[i:])
-		return "", formatCharError{r}
+	name = strings.Join(strings.FieldsFunc(strings.TrimSpace(name), isNameSpace), " ")
+	if NameLength(name) > MaxNameLength {
+		return "", &LimitError{Cap: "name length in characters", Max: MaxNameLength}
+	}
+	if len(name) > MaxNameBytes {
+		return "", &LimitError{Cap: "name length in bytes", Max: MaxNameBytes}
+	}
+	var prev rune = ' '
+	marks := 0
+	for i, r := range name {
+		switch {
+		case unicode.IsControl(r) || unicode.In(r, unicode.Zl, unicode.Zp):
+			return "", ErrInvalidName
+		case isFiller(r):
+			return "", formatCharError{r}
+		case r == zwj || r == zwnj:
+			next, _ := utf8.DecodeRuneInString(name[i+utf8.RuneLen(r):])
+			if !visible(prev) || !visible(next) {
+				return "", formatCharError{r}
+			}
+		case r >= tagFirst && r <= tagLast:
+			if prev != blackFlag && (prev < tagFirst || prev > tagLast) {
+				return "", formatCharError{r}
+			}
+		case unicode.Is(unicode.Cf, r):
+			return "", formatCharError{r}
+		}
+		if unicode.In(r, unicode.Mn, unicode.Me) {
+			if marks++; marks > maxMarksInARow {
+				return "", &LimitError{Cap: "combining marks on one character", Max: maxMarksInARow}
+			}
+		} else {
+			marks = 0
+		}
+		prev = r
 	}
 	return name, nil
+}
+
+// isNameSpace is a space inside a name, which becomes one plain space (a
+// no-break space, an ideographic space…). Tabs and newlines are control
+// characters, refused.
+func isNameSpace(r rune) bool { return unicode.Is(unicode.Zs, r) }
+
+// isFiller is a letter that shows nothing (Hangul fillers, the braille
+// blank): it would make a name look empty or like another.
+func isFiller(r rune) bool {
+	switch r {
+	case '\u115F', '\u1160', '\u3164', '\uFFA0', '\u2800':
+		return true
+	}
+	return false
+}
+
+// visible reports whether r can stand on either side of a joiner: not a
+// space, a mark of nothing, or another invisible character.
+func visible(r rune) bool {
+	return r != utf8.RuneError && !isNameSpace(r) && !unicode.Is(unicode.Cf, r) && !unicode.IsControl(r)
+}
+
+// NameLength counts name's characters as a person reads them, close to
+// Unicode's grapheme clusters without their tables: a rune counts unless it
+// extends the one before it (a combining mark, a variation selector, a
+// skin tone, a joiner and the rune after it, a tag character), and two
+// regional indicators (a flag) count as one.
+func NameLength(name string) int {
+	n, afterJoiner, indicators := 0, false, 0
+	for _, r := range name {
+		extends := afterJoiner || r == zwj || r == zwnj || unicode.In(r, unicode.Mn, unicode.Me, unicode.Mc) ||
+			unicode.Is(unicode.Variation_Selector, r) || (r >= 0x1F3FB && r <= 0x1F3FF) || (r >= tagFirst && r <= tagLast)
+		afterJoiner = r == zwj
+		if r >= 0x1F1E6 && r <= 0x1F1FF { // a regional indicator: the second of a pair extends the first
+			indicators++
+			extends = extends || indicators%2 == 0
+		} else {
+			indicators = 0
+		}
+		if !extends {
+			n++
+		}
+	}
+	return n
 }
 
 // Preset names an injection built from a session's own history.

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 )
 
 // histories are known sessions the preset tests start from.
@@ -235,6 +237,33 @@ func TestNormalizeName(t *testing.T) {
 		{"\uFEFFAda", "", "name must not contain invisible format characters (U+FEFF): they can disguise a name"},
 		{"Ad\u00ADa", "", "name must not contain invisible format characters (U+00AD): they can disguise a name"},
 		{"<b>x</b>", "<b>x</b>", ""},
+		// What phone keyboards make is a name: an emoji with a joiner, a
+		// skin tone, a variation selector, a flag, a subdivision flag,
+		// combining accents, a non-joiner in Persian, a no-break space.
+		{"Priya 👩‍💻", "Priya 👩‍💻", ""},
+		{"Sam 👍🏽", "Sam 👍🏽", ""},
+		{"Ana ❤️", "Ana ❤️", ""},
+		{"Jo 🇳🇿", "Jo 🇳🇿", ""},
+		{"Ewan 🏴\U000E0067\U000E0062\U000E0073\U000E0063\U000E0074\U000E007F", "Ewan 🏴\U000E0067\U000E0062\U000E0073\U000E0063\U000E0074\U000E007F", ""},
+		{"Zoe\u0301", "Zoe\u0301", ""},
+		{"می\u200Cخواهم", "می\u200Cخواهم", ""},
+		{"Ada\u00A0\u00A0Lovelace", "Ada Lovelace", ""},
+		// Joiners and tags out of place, bidi isolates and marks stay refused.
+		{"Ada\u200D", "", "name must not contain invisible format characters (U+200D): they can disguise a name"},
+		{"\u200DAda", "", "name must not contain invisible format characters (U+200D): they can disguise a name"},
+		{"Ada \u200D Bo", "", "name must not contain invisible format characters (U+200D): they can disguise a name"},
+		{"Ada\U000E0067", "", "name must not contain invisible format characters (U+E0067): they can disguise a name"},
+		{"\u2066Ada\u2069", "", "name must not contain invisible format characters (U+2066): they can disguise a name"},
+		{"Ada\u200F", "", "name must not contain invisible format characters (U+200F): they can disguise a name"},
+		{"\u3164", "", "name must not contain invisible format characters (U+3164): they can disguise a name"},
+		{"a\u2028b", "", "name must not contain control characters"},
+		// Too long is refused, never cut: 40 emoji sequences fit, 41 do not;
+		// a letter under a pile of marks is refused.
+		{strings.Repeat("👩‍💻", 40), strings.Repeat("👩‍💻", 40), ""},
+		{strings.Repeat("👩‍💻", 41), "", "name length in characters limit reached (at most 40)"},
+		{strings.Repeat("x", 51), "", "name length in characters limit reached (at most 40)"},
+		{strings.Repeat("👨‍👩‍👧‍👦", 40), "", "name length in bytes limit reached (at most 640)"},
+		{"Z" + strings.Repeat("\u0301", 9), "", "combining marks on one character limit reached (at most 8)"},
 	}
 	if _, err := NormalizeName("x\u202E"); !errors.Is(err, ErrInvalidName) {
 		t.Errorf("a format character: %v, want an ErrInvalidName (reason invalid_name)", err)
@@ -267,4 +296,48 @@ func TestRename(t *testing.T) {
 	if !reflect.DeepEqual(l.View(), before) {
 		t.Fatal("a refused rename changed the session")
 	}
+}
+
+// TestNameLength counts what a person counts.
+func TestNameLength(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]int{
+		"": 0, "Ada": 3, "Priya 👩‍💻": 7, "👍🏽": 1, "❤️": 1, "🇳🇿🇫🇷": 2, "🇳": 1, "é": 1, "e\u0301": 1,
+		"👨‍👩‍👧‍👦": 1, "می\u200Cخواهم": 7, "🏴\U000E0067\U000E0062\U000E0073\U000E0063\U000E0074\U000E007F": 1,
+	} {
+		if got := NameLength(in); got != want {
+			t.Errorf("NameLength(%q) = %d, want %d", in, got, want)
+		}
+	}
+}
+
+// FuzzNormalizeName: whatever the input, a name that passes is valid
+// UTF-8, within both caps, trimmed, without control, bidi or stray
+// invisible characters, and normalizing it again changes nothing; a
+// refusal is an ErrInvalidName or a *LimitError, never anything else.
+func FuzzNormalizeName(f *testing.F) {
+	for _, s := range []string{"Ada", "Priya 👩‍💻", "Sam 👍🏽", "Jo 🇳🇿", "a\u202Eb", "\u200D", "x\u0301\u0301", " a  b ", "\xff", strings.Repeat("x", 41)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		got, err := NormalizeName(in)
+		if err != nil {
+			var le *LimitError
+			if !errors.Is(err, ErrInvalidName) && !errors.As(err, &le) {
+				t.Fatalf("NormalizeName(%q): unexpected error %v", in, err)
+			}
+			return
+		}
+		if !utf8.ValidString(got) || len(got) > MaxNameBytes || NameLength(got) > MaxNameLength || strings.TrimSpace(got) != got {
+			t.Fatalf("NormalizeName(%q) = %q: invalid, too long or untrimmed", in, got)
+		}
+		for _, r := range got {
+			if unicode.IsControl(r) || (unicode.Is(unicode.Cf, r) && r != '\u200D' && r != '\u200C' && (r < 0xE0020 || r > 0xE007F)) || (r >= 0x202A && r <= 0x202E) || (r >= 0x2066 && r <= 0x2069) {
+				t.Fatalf("NormalizeName(%q) = %q keeps %U", in, got, r)
+			}
+		}
+		if again, err := NormalizeName(got); err != nil || again != got {
+			t.Fatalf("NormalizeName(%q) = %q, but again %q, %v", in, got, again, err)
+		}
+	})
 }

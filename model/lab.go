@@ -474,6 +474,9 @@ type change struct {
 func (l *Lab) next(e Event) (change, error) {
 	c := change{runs: l.runs, call: l.call, notice: l.notice, accepted: l.accepted, name: l.name, exercise: l.exercise, draft: l.draft, code: l.code}
 	seq := l.seq + 1 // the seq this event will have
+	if e.By == Student && e.Kind != Renamed && e.Kind != MessageInjected {
+		c.exercise.acted(seq)
+	}
 	switch e.Kind {
 	case RunStarted:
 		c.runs++

@@ -5,6 +5,8 @@ import (
 	"crypto/subtle"
 	"net"
 	"net/http"
+	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -91,7 +93,7 @@ func (s *Server) requireInstructor(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		if r.Method == http.MethodGet && s.renderers.of(c) == pageErrors {
 			c.Response().Header().Set("Cache-Control", "no-store")
-			return c.Redirect(http.StatusSeeOther, "/instructor/login")
+			return c.Redirect(http.StatusSeeOther, loginURL(r.URL.RequestURI(), false))
 		}
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="instructor"`)
 		return errCredentialsRequired
@@ -146,7 +148,7 @@ func (s *Server) login(c echo.Context) error {
 	}
 	if !ok {
 		s.addrs.AuthFailed(c.RealIP())
-		return c.Redirect(http.StatusSeeOther, "/instructor/login?failed=1")
+		return c.Redirect(http.StatusSeeOther, loginURL(c.FormValue("next"), true))
 	}
 	id := store.NewSecret()
 	l.IDHash = store.HashSecret(id)
@@ -162,10 +164,71 @@ func (s *Server) login(c echo.Context) error {
 		Secure:   s.overTLS(c.Request()),
 		SameSite: http.SameSiteStrictMode,
 	})
-	if l.Class != "" {
-		return c.Redirect(http.StatusSeeOther, "/instructor/classes/"+l.Class)
+	return c.Redirect(http.StatusSeeOther, afterLogin(c.FormValue("next"), l.Class))
+}
+
+// loginURL is the login form that returns to next once logged in (when
+// next is a console page, consolePath), saying the last try failed if so.
+func loginURL(next string, failed bool) string {
+	q := url.Values{}
+	if failed {
+		q.Set("failed", "1")
 	}
-	return c.Redirect(http.StatusSeeOther, "/instructor")
+	if consolePath(next) && next != "/instructor" { // the form's own default
+		q.Set("next", next)
+	}
+	if len(q) == 0 {
+		return "/instructor/login"
+	}
+	return "/instructor/login?" + q.Encode()
+}
+
+// afterLogin is where a login goes: next, the page that sent the browser
+// to the form, when it is a console page the login may see; else the
+// class's console for a class key, the class list for the token.
+func afterLogin(next, class string) string {
+	home := "/instructor"
+	if class != "" {
+		home = "/instructor/classes/" + url.PathEscape(class)
+	}
+	if !consolePath(next) {
+		return home
+	}
+	if class != "" {
+		p, _, _ := strings.Cut(next, "?")
+		if p != home && !strings.HasPrefix(p, home+"/") {
+			return home
+		}
+	}
+	return next
+}
+
+// consolePath reports whether next is a path of this lab's console
+// (/instructor or under it, with an optional query) and nothing else: no
+// scheme, host, "//", backslash, dot segment, fragment or control
+// character, so that the login's redirect can never leave the lab (an
+// open redirect) nor land on the form itself.
+func consolePath(next string) bool {
+	if len(next) > 2048 || strings.ContainsAny(next, "\\#") {
+		return false
+	}
+	for _, r := range next {
+		if r < 0x20 || r == 0x7f {
+			return false
+		}
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
+		return false
+	}
+	p := u.Path
+	if strings.Contains(u.EscapedPath(), "//") || path.Clean(p) != p || u.RawPath != "" && strings.Contains(strings.ToLower(u.RawPath), "%2f") {
+		return false
+	}
+	if p != "/instructor" && !strings.HasPrefix(p, "/instructor/") {
+		return false
+	}
+	return p != "/instructor/login" && p != "/instructor/logout"
 }
 
 // logout ends the console login of the request, if any.

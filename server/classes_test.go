@@ -603,3 +603,38 @@ func TestClassesSurviveRestart(t *testing.T) {
 		t.Fatalf("a login of the old token under a new one: %d, want 401", status)
 	}
 }
+
+// TestClassKeyDownloadsAndPageErrors: a class key downloads its class's
+// grades and export; the server-wide ones are refused, as an HTML page for
+// a browser's navigation (Accept prefers text/html) and as JSON for a
+// program (*/*), from the one renderer choice (errors.go downloadErrors).
+func TestClassKeyDownloadsAndPageErrors(t *testing.T) {
+	t.Parallel()
+	ts := runInstructorLab(t, server.Config{})
+	cl := createClass(t, ts, "Monday")
+	for _, path := range []string{"/api/classes/" + cl.ID + "/grades.csv", "/api/classes/" + cl.ID + "/export.csv"} {
+		if code, h, b := call(t, ts, "GET", path, cl.Key, "", ""); code != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), "text/csv") {
+			t.Errorf("GET %s with the class key: %d %s %s", path, code, h.Get("Content-Type"), b)
+		}
+	}
+	for _, tc := range []struct{ accept, ctype string }{
+		{"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", "text/html"},
+		{"*/*", "application/json"},
+		{"", "application/json"},
+		{"application/json, text/html;q=0.5", "application/json"},
+	} {
+		req, _ := http.NewRequest("GET", ts.URL+"/api/grades.csv", nil)
+		req.Header.Set("Authorization", "Bearer "+cl.Key)
+		if tc.accept != "" {
+			req.Header.Set("Accept", tc.accept)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || !strings.HasPrefix(resp.Header.Get("Content-Type"), tc.ctype) {
+			t.Errorf("Accept %q: %d %s, want 403 %s", tc.accept, resp.StatusCode, resp.Header.Get("Content-Type"), tc.ctype)
+		}
+	}
+}

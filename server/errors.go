@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/coder/websocket"
@@ -378,7 +379,38 @@ type errorRenderer int
 const (
 	pageErrors errorRenderer = iota // a small HTML page (errorPage), for people
 	jsonErrors                      // {"error": "…"}, for programs (and WebSockets, whose body no browser shows)
+	// downloadErrors is for a file a person may open by following a link
+	// (a CSV export): a page when the request prefers HTML, as a browser's
+	// navigation does, else JSON. of resolves it for each request.
+	downloadErrors
 )
+
+// prefersHTML reports whether r's Accept header ranks text/html above
+// application/json and above */*: a browser navigating (text/html first,
+// */* at a lower q) does; fetch and curl (*/* alone) do not.
+func prefersHTML(r *http.Request) bool {
+	html, json, any := -1.0, -1.0, -1.0
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		media, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		q := 1.0
+		for _, p := range strings.Split(params, ";") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(p), "q="); ok {
+				if f, err := strconv.ParseFloat(v, 64); err == nil {
+					q = f
+				}
+			}
+		}
+		switch strings.ToLower(strings.TrimSpace(media)) {
+		case "text/html", "application/xhtml+xml":
+			html = max(html, q)
+		case "application/json":
+			json = max(json, q)
+		case "*/*":
+			any = max(any, q)
+		}
+	}
+	return html > 0 && html > json && html > any
+}
 
 // write answers status with msg.
 func (r errorRenderer) write(c echo.Context, status int, msg string) error {
@@ -401,13 +433,20 @@ type errorRenderers struct {
 	byPrefix map[string]errorRenderer // a group's prefix: for paths under it that nothing serves
 }
 
-// of is the renderer of c's route. Echo names the route for a wrong method
+// of is the renderer of c's route, downloadErrors resolved for c's
+// request. Echo names the route for a wrong method
 // too (it answers 405 with the route's path). A path nothing serves is
 // answered by the group whose prefix holds it; else a WebSocket handshake
 // gets JSON (its caller is a program, or a browser that never shows the
 // body), anything else a page.
 func (t *errorRenderers) of(c echo.Context) errorRenderer {
 	if r, ok := t.byRoute[c.Path()]; ok {
+		if r == downloadErrors {
+			r = jsonErrors
+			if prefersHTML(c.Request()) {
+				r = pageErrors
+			}
+		}
 		return r
 	}
 	p := c.Request().URL.Path
@@ -443,6 +482,13 @@ func (s *Server) routeGroup(e *echo.Echo, prefix string, render errorRenderer) r
 		t.byPrefix[prefix] = render
 	}
 	return routeGroup{e: e, prefix: prefix, render: render, table: t}
+}
+
+// rendering is g's routes with another renderer, under the same prefix
+// (whose unknown paths g's renderer still answers).
+func (g routeGroup) rendering(render errorRenderer) routeGroup {
+	g.render = render
+	return g
 }
 
 func (g routeGroup) GET(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {

@@ -76,11 +76,17 @@ type predictionCount struct {
 type progress struct {
 	Steps   []int `json:"steps"`   // the steps done, in step order
 	Current int   `json:"current"` // the lowest step not done, 0 once all are
+	// Started: the student has acted (model.Exercise.Started); an
+	// injection does not start a session. Until then there is no time on
+	// a step and no stuck flag: the board says "not started".
+	Started bool `json:"started"`
 	// CurrentSince is when the student last ticked a new step, or when the
-	// session began if none: the time on the current step counts from it.
+	// student first acted if none (the session's start before that): the
+	// time on the current step counts from it. Only the student's own
+	// work ticks a step (model/exercise.go), so an injection never moves it.
 	CurrentSince time.Time `json:"currentSince"`
-	// Stuck: a step remains and no new step was ticked for
-	// Config.StuckAfter; computed when the row is read (see stuckAt).
+	// Stuck: the student has started, a step remains, and no new step was
+	// ticked for Config.StuckAfter; computed when the row is read (stuckAt).
 	Stuck       bool            `json:"stuck"`
 	Predictions predictionCount `json:"predictions"`
 	// tally counts the session's predictions by kind of message, for the
@@ -93,8 +99,9 @@ type progress struct {
 // first done. Owned by the session's drainer (and by restoreSession before
 // the session is shared).
 type stepClock struct {
-	began time.Time                 // when the session began
-	at    [model.NumSteps]time.Time // when step s was first done, zero while not
+	began   time.Time                 // when the session began
+	started time.Time                 // the student's first own action, zero before
+	at      [model.NumSteps]time.Time // when step s was first done, zero while not
 	// tally counts every receipt's prediction; rows share it read-only, so
 	// each change that adds receipts makes a new one (receipts), and a
 	// change that adds none copies a pointer into its row, not 576 bytes.
@@ -110,6 +117,9 @@ type stepClock struct {
 // steps records the steps that the event with seq, stored at at, has just
 // completed (x is the exercise after it).
 func (c *stepClock) steps(x model.Exercise, seq uint64, at time.Time) {
+	if x.StartedAt == seq && c.started.IsZero() {
+		c.started = at
+	}
 	for i, done := range x.DoneAt {
 		if done != 0 && done == seq && c.at[i].IsZero() {
 			c.at[i] = at
@@ -143,6 +153,9 @@ func (c *stepClock) receipts(rs []model.Receipt) {
 // last steps and receipts.
 func (c *stepClock) progress(v model.LabView) progress {
 	since := c.began
+	if !c.started.IsZero() {
+		since = c.started
+	}
 	for _, t := range c.at {
 		if t.After(since) {
 			since = t
@@ -152,16 +165,16 @@ func (c *stepClock) progress(v model.LabView) progress {
 		c.done, c.doneAt = v.Exercise.Done(), v.Exercise.DoneAt
 	}
 	return progress{
-		Steps: c.done, Current: v.Exercise.Current(), CurrentSince: since,
+		Steps: c.done, Current: v.Exercise.Current(), Started: v.Exercise.Started(), CurrentSince: since,
 		Predictions: predictionCount{Made: v.Predicted, Right: v.Right},
 		tally:       c.tally,
 	}
 }
 
-// stuckAt says whether a session with progress p is stuck at now: a step
-// remains and none was ticked for after.
+// stuckAt says whether a session with progress p is stuck at now: the
+// student has started, a step remains and none was ticked for after.
 func (p progress) stuckAt(now time.Time, after time.Duration) bool {
-	return p.Current != 0 && after > 0 && now.Sub(p.CurrentSince) >= after
+	return p.Started && p.Current != 0 && after > 0 && now.Sub(p.CurrentSince) >= after
 }
 
 // stepCounts is a class's step distribution, without names: what the

@@ -114,6 +114,7 @@ func stepInView(p *tab, step int) {
 			if (!inside(document.getElementById("step-now"))) return "the step's task is out of view";
 			if (!seen) return "the focused control is hidden (top " + r.top + ", bar bottom " + bar.bottom + ")";
 			if (notices > 148) return "notices take " + notices + " px";
+			if (bar.height > innerHeight * 0.4) return "the bar takes " + bar.height + " px";
 			return "ok";
 		})()`, sel))
 		if got != "ok" && got != "none" {
@@ -343,12 +344,19 @@ func TestBrowserExerciseInjectionBeforeStep2(t *testing.T) {
 	l.deliverAs("step 2: deliver message 2", 3, "2", seedCompleted, "Completed", "New answer")
 	p.ticked("step 2 as worded", 1, 2)
 
-	// Delivering the instructor's held stale reply is step 3's lesson.
+	// Delivering the instructor's held stale reply shows step 3's lesson
+	// but is not the student's own work: no tick (model/exercise.go).
 	l.deliverAs("deliver I1", 2, "I1", seedOtherCall, "Completed", "New answer")
-	v2 := p.ticked("step 3 with the instructor's message", 1, 2, 3)
+	v2 := p.ticked("no step 3 with the instructor's message", 1, 2)
 	if why := v2.Whys[1]; why != "Why: this reply is for run-1; the current call is run-2/lookup (a message from your instructor)" {
 		t.Errorf("the instructor's message's explanation %q", why)
 	}
+	if v2.Current != 3 {
+		t.Errorf("after the instructor's message the page says step %d, want 3", v2.Current)
+	}
+	// The student's own held reply for run-1 ticks it.
+	l.deliverAs("deliver message 1", 1, "1", seedOtherCall, "Completed", "New answer")
+	p.ticked("step 3 with the student's own message", 1, 2, 3)
 }
 
 // boardRow is one row of the console's progress board, read from the DOM.
@@ -453,4 +461,42 @@ func TestBrowserProgressBoardUpdates(t *testing.T) {
 		return ok && slices.Equal(r.Cells, cellsFor([]int{1, 2, 3}, 4)) && r.Accuracy == "1 of 2" &&
 			slices.Contains(v.Misconceptions, "a stale reply: 0 of 1 predictions right. 1 of 1 expected a stale reply to be accepted.")
 	})
+}
+
+// TestBrowserPhoneBarWithTwoNotices: at 360 × 740, with the student's own
+// notice and an instructor's, the bar keeps the step's task whole and
+// takes at most 40 % of the screen: the newest notice shows, the other is
+// behind "1 more notice", which shows it.
+func TestBrowserPhoneBarWithTwoNotices(t *testing.T) {
+	t.Parallel()
+	base := startLabWith(t, server.Config{InstructorToken: testToken})
+	p := newBrowser(t)
+	p.do("phone viewport", chromedp.EmulateViewport(360, 740, chromedp.EmulateMobile))
+	id := p.open(base + "/").Session
+	l := newLab(p)
+	l.queueOutput("step 1", "Old answer")
+	req, err := http.NewRequest("POST", base+"/api/inject", strings.NewReader(`{"sessions":["`+id+`"],"preset":"wrongCallId"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	waitJS(p, "two notices, the newer shown", `document.getElementById("instructor-note").textContent !== "" && document.getElementById("feedback").textContent !== "" && document.getElementById("notices-more").textContent === "1 more notice"`)
+	measure := `(() => {
+		const bar = document.getElementById("callbar").getBoundingClientRect().height;
+		const step = document.getElementById("step-now").getBoundingClientRect();
+		const shown = (id) => document.getElementById(id).getBoundingClientRect().height > 0;
+		return [bar <= innerHeight * 0.4, step.top >= 0 && step.bottom <= innerHeight && step.height > 0, shown("instructor-note"), shown("feedback"), bar];
+	})()`
+	got := evalJS[[]any](p, measure)
+	if got[0] != true || got[1] != true || got[2] != true || got[3] != false {
+		t.Fatalf("bar fits, step in view, note shown, feedback shown = %v", got)
+	}
+	p.click("notices-more")
+	waitJS(p, "both shown", `document.getElementById("feedback").getBoundingClientRect().height > 0 && document.getElementById("notices-more").getAttribute("aria-expanded") === "true"`)
 }

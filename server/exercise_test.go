@@ -191,9 +191,11 @@ func TestInstructorMessagesNumberedApart(t *testing.T) {
 	if r := x.Receipts[1]; r.Number != "I1" || r.From != "instructor" || r.By != "student" || r.Why != "this reply is for run-1; the current call is run-2/lookup" {
 		t.Fatalf("the instructor's message's receipt %+v", r)
 	}
-	// The student delivered the instructor's stale reply: step 3 counts.
-	if !slices.Equal(x.Exercise.Done, []int{1, 2, 3}) {
-		t.Fatalf("done %v after delivering the held stale reply", x.Exercise.Done)
+	// The student delivered the instructor's stale reply: an instructor's
+	// message never ticks a step (model/exercise.go), so step 3 waits for
+	// the student's own.
+	if !slices.Equal(x.Exercise.Done, []int{1, 2}) || x.Exercise.Current != 3 {
+		t.Fatalf("done %v, current %d after delivering the held stale reply", x.Exercise.Done, x.Exercise.Current)
 	}
 }
 
@@ -243,8 +245,12 @@ func grades(t *testing.T, ts *httptest.Server) ([]string, map[string][]string) {
 		t.Fatalf("grades CSV %q: %v", b, err)
 	}
 	rows := map[string][]string{}
-	for _, r := range recs[1:] {
-		rows[r[1]] = r
+	for i, r := range recs[1:] {
+		rows[r[2]] = r
+		// In name order, as a teacher reads a class list.
+		if i > 0 && strings.ToLower(recs[i][0]) > strings.ToLower(r[0]) {
+			t.Fatalf("grades not in name order: %q before %q", recs[i][0], r[0])
+		}
 	}
 	return recs[0], rows
 }
@@ -271,8 +277,8 @@ func TestGradesAgreeWithTheBoard(t *testing.T) {
 	cb.do(seedSteps[1][0])
 
 	header, csvRows := grades(t, ts)
-	wantHeader := []string{"name", "session", "step 1", "step 2", "step 3", "step 4", "step 5", "step 6", "step 7", "step 8", "step 9",
-		"steps done", "predictions made", "predictions right", "last activity",
+	wantHeader := []string{"name", "class", "session", "step 1", "step 2", "step 3", "step 4", "step 5", "step 6", "step 7", "step 8", "step 9",
+		"steps done", "current step", "stuck", "predictions made", "predictions right", "last activity",
 		"code_submissions", "code_status", "code_passed", "code_cases", "code_property"}
 	if !slices.Equal(header, wantHeader) {
 		t.Fatalf("grades header %q", header)
@@ -289,22 +295,22 @@ func TestGradesAgreeWithTheBoard(t *testing.T) {
 		var done []int
 		latest := ""
 		for s := 1; s <= 9; s++ {
-			if g[1+s] != "" {
+			if g[2+s] != "" {
 				done = append(done, s)
-				latest = max(latest, g[1+s])
+				latest = max(latest, g[2+s])
 			}
 		}
-		if !slices.Equal(done, row.Steps) || g[11] != fmt.Sprint(len(row.Steps)) {
-			t.Errorf("%s: grades have steps %v (%s), the board %v", id, done, g[11], row.Steps)
+		if !slices.Equal(done, row.Steps) || g[12] != fmt.Sprint(len(row.Steps)) || g[13] != fmt.Sprint(row.Current) || g[14] != map[bool]string{true: "yes", false: "no"}[row.Stuck] {
+			t.Errorf("%s: grades have steps %v (%s, current %s, stuck %s), the board %+v", id, done, g[12], g[13], g[14], row)
 		}
 		if latest != row.CurrentSince.UTC().Format(store.TimeFormat) {
 			t.Errorf("%s: last step at %s in the grades, the board counts from %s", id, latest, row.CurrentSince)
 		}
-		if g[12] != fmt.Sprint(row.Predictions.Made) || g[13] != fmt.Sprint(row.Predictions.Right) {
-			t.Errorf("%s: grades predictions %s/%s, board %+v", id, g[12], g[13], row.Predictions)
+		if g[15] != fmt.Sprint(row.Predictions.Made) || g[16] != fmt.Sprint(row.Predictions.Right) {
+			t.Errorf("%s: grades predictions %s/%s, board %+v", id, g[15], g[16], row.Predictions)
 		}
-		if g[14] != row.LastActivity.UTC().Format(store.TimeFormat) {
-			t.Errorf("%s: last activity %s in the grades, %s on the board", id, g[14], row.LastActivity)
+		if g[17] != row.LastActivity.UTC().Format(store.TimeFormat) {
+			t.Errorf("%s: last activity %s in the grades, %s on the board", id, g[17], row.LastActivity)
 		}
 	}
 	if got := board[a]; !slices.Equal(got.Steps, []int{1, 2, 3}) || got.Current != 4 || got.Predictions.Made != 2 || got.Predictions.Right != 1 {

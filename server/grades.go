@@ -1,13 +1,16 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/csv"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -23,10 +26,15 @@ import (
 
 // gradeRow is one student's line of the grades.
 type gradeRow struct {
-	Name, Session string
+	Name, Class, Session string // Class is the class's title, "" for the open lab
 	// StepAt[s-1] is when step s was first done; zero while it is not.
-	StepAt       [model.NumSteps]time.Time
-	Made, Right  int // predictions made, and those the notices bore out
+	StepAt      [model.NumSteps]time.Time
+	Made, Right int // predictions made, and those the notices bore out
+	// progress is the board's columns (current step, stuck), as of when
+	// the grades were made.
+	progress progress
+	// LastActivity is the student's own last change (an injection is
+	// not), or the session's creation: the console's "last activity".
 	LastActivity time.Time
 	// Submissions counts the programs submitted; Code is the code columns
 	// (Server.codeColumns), filled by serveGrades.
@@ -36,35 +44,42 @@ type gradeRow struct {
 
 // gradesHeader is the grades CSV's first row.
 func gradesHeader() []string {
-	h := []string{"name", "session"}
+	h := []string{"name", "class", "session"}
 	for s := 1; s <= model.NumSteps; s++ {
 		h = append(h, "step "+strconv.Itoa(s))
 	}
-	h = append(h, "steps done", "predictions made", "predictions right", "last activity")
+	h = append(h, "steps done", "current step", "stuck", "predictions made", "predictions right", "last activity")
 	return append(h, "code_submissions", "code_status", "code_passed", "code_cases", "code_property")
 }
 
-// grade replays one stored session: the same fold (model.Lab) and the same
-// step clock as a live session, so the row agrees with the board.
-func grade(info store.Session, recs []store.Record) (gradeRow, error) {
-	g := gradeRow{Name: info.Name, Session: info.ID, LastActivity: info.LastActive}
+// grade replays one stored session: the same fold (model.Lab), the same
+// step clock and the same "last activity" (the student's own) as a live
+// session, so the row agrees with the board at now.
+func grade(info store.Session, recs []store.Record, now time.Time, stuckAfter time.Duration) (gradeRow, error) {
+	g := gradeRow{Name: info.Name, Session: info.ID, LastActivity: info.Created}
 	lab := model.NewLab()
-	var clock stepClock
+	clock := stepClock{began: info.Created}
 	for _, r := range recs {
 		if _, err := lab.Apply(r.Event); err != nil {
 			return gradeRow{}, fmt.Errorf("grading session %s: replaying seq %d: %w", info.ID, r.Seq, err)
 		}
 		clock.steps(lab.Exercise(), r.Seq, r.Time)
+		if r.Event.By == model.Student {
+			g.LastActivity = r.Time
+		}
 	}
 	v := lab.ViewSince(math.MaxInt, math.MaxInt) // the counts, without copying the lists
 	g.StepAt, g.Made, g.Right = clock.at, v.Predicted, v.Right
 	g.Submissions = lab.Code().Submissions
+	g.progress = clock.progress(v)
+	g.progress.Stuck = g.progress.stuckAt(now, stuckAfter)
 	return g, nil
 }
 
 // gradeRows grades the stored sessions that keep accepts (every one when
-// keep is nil), oldest first.
-func gradeRows(ctx context.Context, st store.Store, keep func(store.Session) bool) ([]gradeRow, error) {
+// keep is nil), in name order (then by session id, so that equal names
+// keep one order), each with the class title that classTitle gives.
+func gradeRows(ctx context.Context, st store.Store, keep func(store.Session) bool, classTitle func(session string) string, now time.Time, stuckAfter time.Duration) ([]gradeRow, error) {
 	infos, err := st.Sessions(ctx)
 	if err != nil {
 		return nil, err
@@ -78,12 +93,16 @@ func gradeRows(ctx context.Context, st store.Store, keep func(store.Session) boo
 		if err != nil {
 			return nil, err
 		}
-		g, err := grade(info, recs)
+		g, err := grade(info, recs, now, stuckAfter)
 		if err != nil {
 			return nil, err
 		}
+		g.Class = classTitle(info.ID)
 		rows = append(rows, g)
 	}
+	slices.SortFunc(rows, func(a, b gradeRow) int {
+		return cmp.Or(strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)), strings.Compare(a.Name, b.Name), strings.Compare(a.Session, b.Session))
+	})
 	return rows, nil
 }
 
@@ -95,7 +114,7 @@ func writeGrades(w io.Writer, rows []gradeRow) error {
 		return fmt.Errorf("writing the grades header: %w", err)
 	}
 	for _, g := range rows {
-		line := []string{g.Name, g.Session}
+		line := []string{g.Name, g.Class, g.Session}
 		done := 0
 		for _, at := range g.StepAt {
 			cell := ""
@@ -105,7 +124,17 @@ func writeGrades(w io.Writer, rows []gradeRow) error {
 			}
 			line = append(line, cell)
 		}
-		line = append(line, strconv.Itoa(done), strconv.Itoa(g.Made), strconv.Itoa(g.Right), g.LastActivity.UTC().Format(store.TimeFormat))
+		current, stuck := "all done", "no"
+		if g.progress.Current != 0 {
+			current = strconv.Itoa(g.progress.Current)
+		}
+		switch {
+		case !g.progress.Started:
+			current, stuck = "not started", ""
+		case g.progress.Stuck:
+			stuck = "yes"
+		}
+		line = append(line, strconv.Itoa(done), current, stuck, strconv.Itoa(g.Made), strconv.Itoa(g.Right), g.LastActivity.UTC().Format(store.TimeFormat))
 		code := g.Code
 		if code == nil {
 			code = []string{strconv.Itoa(g.Submissions), "", "", "", ""}
@@ -137,7 +166,15 @@ func formulaSafe(cell string) string {
 
 // exportGrades answers GET /api/grades.csv: the grades of every stored session.
 func (s *Server) exportGrades(c echo.Context) error {
-	return s.serveGrades(c, "lab-grades.csv", nil)
+	classes, err := s.cfg.Store.Classes(c.Request().Context())
+	if err != nil {
+		return failed(errDataUnreadable, "reading the classes for the grades", err)
+	}
+	titles := make(map[string]string, len(classes))
+	for _, cl := range classes {
+		titles[cl.ID] = cl.Title
+	}
+	return s.serveGrades(c, "lab-grades.csv", nil, func(id string) string { return titles[s.classOfSession(id)] })
 }
 
 // classGrades answers GET /api/classes/:id/grades.csv: the grades of the
@@ -148,14 +185,14 @@ func (s *Server) classGrades(c echo.Context) error {
 		return err
 	}
 	in := s.sessionIDsIn(cl.ID)
-	return s.serveGrades(c, "lab-grades-"+cl.Code+".csv", func(x store.Session) bool { return in[x.ID] })
+	return s.serveGrades(c, "lab-grades-"+cl.Code+".csv", func(x store.Session) bool { return in[x.ID] }, func(string) string { return cl.Title })
 }
 
 // serveGrades answers a grades CSV of the stored sessions keep accepts,
 // as an attachment named filename. The rows are computed before anything is
 // written, so a store failure is a clean 503.
-func (s *Server) serveGrades(c echo.Context, filename string, keep func(store.Session) bool) error {
-	rows, err := gradeRows(c.Request().Context(), s.cfg.Store, keep)
+func (s *Server) serveGrades(c echo.Context, filename string, keep func(store.Session) bool, classTitle func(string) string) error {
+	rows, err := gradeRows(c.Request().Context(), s.cfg.Store, keep, classTitle, s.cfg.Now(), s.cfg.StuckAfter)
 	if err != nil {
 		return failed(errDataUnreadable, "grading sessions", err)
 	}

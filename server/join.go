@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -213,22 +211,24 @@ func (s *Server) startMember(ctx context.Context, id, class, name string) error 
 	return nil
 }
 
-// joinName checks a name given at the door: the rename rules, and not
-// empty. Format characters (bidi overrides, zero-width joiners) are refused
-// too, so that a name cannot pass for another in the console. A refusal is
-// the sentence the join page shows (problem), not an error.
+// joinName checks a name given at the door: the rename rules
+// (model.NormalizeName, the one place that decides a name) and not empty.
+// Too long is refused with the limit, never cut. A refusal is the sentence
+// the join page shows (problem), not an error.
 func joinName(typed string) (name, problem string) {
 	name, err := model.NormalizeName(typed)
 	var le *model.LimitError
 	switch {
+	case errors.As(err, &le) && le.Max == model.MaxNameLength:
+		return "", fmt.Sprintf("A name has at most %d characters; this one has %d. Shorten it: nothing is cut for you.", model.MaxNameLength, model.NameLength(strings.TrimSpace(typed)))
+	case errors.As(err, &le) && le.Max == model.MaxNameBytes:
+		return "", fmt.Sprintf("That name is too long to keep (at most %d bytes of text). Shorten it.", model.MaxNameBytes)
 	case errors.As(err, &le):
-		return "", fmt.Sprintf("A name has at most %d characters.", model.MaxNameLength)
-	case err != nil || strings.IndexFunc(name, func(r rune) bool { return unicode.Is(unicode.Cf, r) }) >= 0:
-		return "", "A name cannot hold control or invisible formatting characters. Type it with plain letters."
+		return "", "A letter in that name carries too many accents. Type it again."
+	case err != nil:
+		return "", "A name cannot hold control or invisible formatting characters (such as direction overrides). Emoji and accents are fine."
 	case name == "":
 		return "", "Type your name: your instructor sees it next to your work."
-	case !utf8.ValidString(name):
-		return "", "A name must be text."
 	}
 	return name, ""
 }

@@ -425,11 +425,17 @@ func TestBrowserNameLimitSaidAndLoginErrorStyled(t *testing.T) {
 	if got := evalJS[string](p, `document.getElementById("name").getAttribute("aria-describedby")`); got != "name-hint" {
 		t.Errorf("name field described by %q", got)
 	}
+	// Nothing is cut: the field keeps all 45, says it is too long, and the
+	// server refuses it with the limit.
 	p.do("type 45 characters", chromedp.Click(chromedp.ID("name")), chromedp.KeyEvent(strings.Repeat("abcde", 9)))
-	waitJS(p, "the limit said", `document.getElementById("name-count").textContent === "40 of 40" && document.getElementById("name-hint").dataset.full === "true"`)
-	if n := evalJS[int](p, `document.getElementById("name").value.length`); n != 40 {
+	waitJS(p, "the limit said", `document.getElementById("name-count").textContent === "45 of 40: too long, shorten it" && document.getElementById("name-hint").dataset.full === "true"`)
+	if n := evalJS[int](p, `document.getElementById("name").value.length`); n != 45 {
 		t.Errorf("name holds %d characters", n)
 	}
+	// An emoji with a joiner counts as one, as the server counts it.
+	p.do("type an emoji name", chromedp.SetValue(chromedp.ID("name"), "Priya 👩‍💻"))
+	evalJS[bool](p, `document.getElementById("name").dispatchEvent(new Event("input"))`)
+	waitJS(p, "the emoji counted as one", `document.getElementById("name-count").textContent === "7 of 40"`)
 
 	p.do("open the login form", chromedp.Navigate(base+"/instructor/login"))
 	p.do("log in with a wrong token", chromedp.SendKeys(chromedp.ID("token"), "wrong"), chromedp.Click(chromedp.ID("login")))

@@ -36,6 +36,10 @@ func (s *Server) routes() *echo.Echo {
 	pages := s.routeGroup(e, "", pageErrors)
 	programs := s.routeGroup(e, "", jsonErrors)
 	api := s.routeGroup(e, "/api", jsonErrors)
+	// Files the console links to, which a person opens by following the
+	// link: their errors are a page for a browser's navigation, JSON for
+	// a program (downloadErrors).
+	downloads := api.rendering(downloadErrors)
 
 	// Students (student.go; docs/protocol.md).
 	pages.GET("/", s.newSession)
@@ -74,8 +78,8 @@ func (s *Server) routes() *echo.Echo {
 	api.POST("/classes/:id/key", s.rotateKey, s.requireInstructor, serverWide)
 	api.DELETE("/classes/:id", s.deleteClass, s.requireInstructor, serverWide)
 	api.GET("/classes/:id/qr.png", s.classQR, s.requireInstructor)
-	api.GET("/classes/:id/export.csv", s.exportClass, s.requireInstructor)
-	api.GET("/classes/:id/grades.csv", s.classGrades, s.requireInstructor) // grades.go
+	downloads.GET("/classes/:id/export.csv", s.exportClass, s.requireInstructor)
+	downloads.GET("/classes/:id/grades.csv", s.classGrades, s.requireInstructor) // grades.go
 	api.DELETE("/sessions/:id", s.deleteOne, s.requireInstructor)
 	api.POST("/sessions/delete", s.deleteMany, s.requireInstructor)
 
@@ -84,12 +88,12 @@ func (s *Server) routes() *echo.Echo {
 	api.GET("/sessions", s.listSessions, s.requireInstructor, serverWide)
 	api.GET("/sessions/:id", s.getSession, s.requireInstructor)
 	api.POST("/inject", s.inject, s.requireInstructor)
-	api.GET("/sessions/:id/export", s.exportSession, s.requireInstructor)
+	downloads.GET("/sessions/:id/export", s.exportSession, s.requireInstructor)
 	api.GET("/sessions/:id/diagram.svg", s.diagramSVG, s.requireInstructor) // diagram.go
-	api.GET("/sessions/:id/shiviz.log", s.shivizLog, s.requireInstructor)
+	downloads.GET("/sessions/:id/shiviz.log", s.shivizLog, s.requireInstructor)
 	api.GET("/sessions/:id/code/failure.svg", s.sessionFailureSVG, s.requireInstructor) // code.go
 	api.POST("/code/cases", s.addCases, s.requireInstructor)                            // code.go
-	api.GET("/export.csv", s.exportCSV, s.requireInstructor, serverWide)
-	api.GET("/grades.csv", s.exportGrades, s.requireInstructor, serverWide) // grades.go
+	downloads.GET("/export.csv", s.exportCSV, s.requireInstructor, serverWide)
+	downloads.GET("/grades.csv", s.exportGrades, s.requireInstructor, serverWide) // grades.go
 	return e
 }

@@ -247,14 +247,14 @@ func TestEveryRouteRefusesBadInput(t *testing.T) {
 			{name: "wrong method", method: "POST", path: "/lab/" + unknown + "/class", status: 405, answer: jsonError},
 		},
 		"GET /instructor/classes/:id": {
-			{name: "no login", method: "GET", path: "/instructor/classes/" + class.ID, status: 303, answer: redirect, location: "/instructor/login"},
+			{name: "no login", method: "GET", path: "/instructor/classes/" + class.ID, status: 303, answer: redirect, location: "/instructor/login?next=%2Finstructor%2Fclasses%2F" + class.ID},
 			{name: "unknown class", method: "GET", path: "/instructor/classes/" + unknown, header: bearer, status: 404, answer: htmlPage},
 			{name: "not a UUID", method: "GET", path: "/instructor/classes/nope", header: bearer, status: 404, answer: htmlPage},
 			{name: "another class's key", method: "GET", path: "/instructor/classes/" + other.ID, header: classKey, status: 403, answer: htmlPage, contains: "class key"},
 			{name: "wrong method", method: "POST", path: "/instructor/classes/" + class.ID, header: bearer, status: 405, answer: htmlPage},
 		},
 		"GET /instructor/classes/:id/projector": {
-			{name: "no login", method: "GET", path: "/instructor/classes/" + class.ID + "/projector", status: 303, answer: redirect, location: "/instructor/login"},
+			{name: "no login", method: "GET", path: "/instructor/classes/" + class.ID + "/projector", status: 303, answer: redirect, location: "/instructor/login?next=%2Finstructor%2Fclasses%2F" + class.ID + "%2Fprojector"},
 			{name: "unknown class", method: "GET", path: "/instructor/classes/" + unknown + "/projector", header: bearer, status: 404, answer: htmlPage},
 			{name: "another class's key", method: "GET", path: "/instructor/classes/" + other.ID + "/projector", header: classKey, status: 403, answer: htmlPage},
 		},

@@ -152,6 +152,11 @@ async function loadHead() {
   const base = `/instructor/classes/${encodeURIComponent(scope)}`;
   byId("class-head-projector").href = `${base}/projector`;
   byId("class-head-export").href = `${classPath(scope)}/export.csv`;
+  // The overview's export is the class's too: a class key may not read the
+  // server's /api/export.csv.
+  const all = byId("export-csv");
+  all.href = `${classPath(scope)}/export.csv`;
+  all.textContent = "Export this class's sessions (CSV)";
 }
 
 // The "Predictions required" box changes the class setting; the server

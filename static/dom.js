@@ -283,7 +283,10 @@ export function loggedOut() {
   if (loggingOut) return;
   loggingOut = true;
   for (const fn of onLoggedOut) fn();
-  location.assign(LOGIN_PAGE);
+  // Back to this page (its class, watched session, projector) after the
+  // login: the server takes next only when it is a console page.
+  const next = location.pathname + location.search;
+  location.assign(`${LOGIN_PAGE}?next=${encodeURIComponent(next)}`);
 }
 
 // ---- classes ----------------------------------------------------------------

@@ -156,6 +156,7 @@ const rows = new Map();
 // ---- errors and notes -------------------------------------------------------
 
 function showError(text, kind = "") {
+  stamp(ui.error);
   setText(ui.error, text);
   errorState.sentWhenShown = conn.sent;
   errorState.kind = kind;
@@ -173,7 +174,14 @@ function clearError() {
 // the held messages, so that an identifier never breaks over two lines.
 function showNote(node, text) {
   if (node.textContent === text) return;
+  stamp(node);
   fillJSON(node, text);
+}
+
+// stamp marks node as the newest notice (stackNotices).
+let noticeClock = 0;
+function stamp(node) {
+  node.dataset.at = String(++noticeClock);
 }
 
 function showFeedback(text) {
@@ -764,11 +772,16 @@ function renderName(name) {
   }
 }
 
-// countName says how much of the limit the name uses; the field itself
-// stops at the limit (maxlength), which is said, never silent.
+// countName says how much of the limit the name uses, counting characters
+// as a person does (an emoji with its joiners or skin tone is one), as the
+// server does (model.NameLength). The field has no maxlength, which counts
+// UTF-16 units and cuts a pasted name silently: a name over the limit is
+// refused by the server, with the limit.
+const graphemes = typeof Intl.Segmenter === "function" ? new Intl.Segmenter(undefined, { granularity: "grapheme" }) : null;
 function countName() {
-  const used = [...ui.name.value].length;
-  setText(ui.nameCount, `${used} of ${NAME_MAX}`);
+  const v = ui.name.value.trim();
+  const used = graphemes ? [...graphemes.segment(v)].length : [...v].length;
+  setText(ui.nameCount, used > NAME_MAX ? `${used} of ${NAME_MAX}: too long, shorten it` : `${used} of ${NAME_MAX}`);
   setData(ui.nameHint, "full", String(used >= NAME_MAX));
 }
 
@@ -820,7 +833,31 @@ function markNoticesScrollable() {
   }
 }
 new ResizeObserver(markNoticesScrollable).observe(ui.notices);
-new MutationObserver(markNoticesScrollable).observe(ui.notices, { childList: true, subtree: true, characterData: true });
+new MutationObserver(() => {
+  stackNotices();
+  markNoticesScrollable();
+}).observe(ui.notices, { childList: true, subtree: true, characterData: true });
+
+// stackNotices marks the newest notice; on a phone the bar shows only it,
+// clamped to one line (lab.css), so that two or three notices never push
+// the bar past about a third of the screen: "2 more" shows the others
+// whole, until the next notice.
+const noticesMore = byId("notices-more");
+function stackNotices() {
+  const shown = [...ui.notices.children].filter((p) => p.textContent !== "");
+  const newest = shown.reduce((a, b) => (Number(b.dataset.at ?? 0) > Number(a?.dataset.at ?? 0) ? b : a), shown[0]);
+  for (const p of ui.notices.children) p.toggleAttribute("data-newest", p === newest);
+  const others = shown.length - 1;
+  noticesMore.hidden = others < 1;
+  if (others < 1) ui.notices.dataset.open = "false";
+  const open = ui.notices.dataset.open === "true";
+  noticesMore.setAttribute("aria-expanded", String(open));
+  setText(noticesMore, open ? "Show the newest notice only" : `${others} more notice${others === 1 ? "" : "s"}`);
+}
+noticesMore.addEventListener("click", () => {
+  ui.notices.dataset.open = ui.notices.dataset.open === "true" ? "false" : "true";
+  stackNotices();
+});
 
 // Coming back online is a good moment to retry without waiting out the backoff.
 window.addEventListener("online", () => live.retryNow());

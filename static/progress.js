@@ -11,7 +11,7 @@
 // overview frame. All text goes through textContent.
 
 import { misconceptionChart } from "./diagram.js";
-import { byId, el, KeyedList, list, num, setData, setText, str } from "./dom.js";
+import { byId, classPath, classScope, el, KeyedList, list, num, setData, setText, str } from "./dom.js";
 
 const STEPS = 9;
 const REFRESH_MS = 5000; // how often the times on a step move on between frames
@@ -77,8 +77,11 @@ export function initProgress() {
   scroll.setAttribute("role", "region");
   scroll.setAttribute("aria-label", "Progress by student");
   scroll.append(table);
-  const grades = el("a", "", "Download grades (CSV)");
-  grades.href = "/api/grades.csv";
+  // A class's console downloads its own class's grades (a class key may
+  // not read the server's); the open lab's console, the server's.
+  const scope = classScope();
+  const grades = el("a", "", scope ? "Download this class's grades (CSV)" : "Download grades (CSV)");
+  grades.href = scope ? `${classPath(scope)}/grades.csv` : "/api/grades.csv";
   grades.id = "grades-link";
   const gradesLine = el("p");
   gradesLine.append(grades);
@@ -201,8 +204,11 @@ function updateRow(dom, row) {
   });
   const since = Date.parse(str(row.currentSince));
   const elapsed = Number.isNaN(since) ? 0 : Math.max(0, Date.now() - board.offsetMs - since);
-  const stuck = current !== 0 && elapsed >= board.stuckAfterMs;
-  setText(dom.time, current === 0 ? "finished" : duration(elapsed));
+  // A student who has not acted yet is on no step's clock, and never stuck
+  // (the server's progress.Started: an injection does not start a session).
+  const started = row.started === true;
+  const stuck = started && current !== 0 && elapsed >= board.stuckAfterMs;
+  setText(dom.time, current === 0 ? "finished" : started ? duration(elapsed) : "not started");
   setText(dom.stuck, stuck ? "stuck" : "");
   setData(dom.el, "stuck", stuck ? "true" : "false");
   const p = row.predictions ?? {};

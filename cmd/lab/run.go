@@ -478,10 +478,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 
 	scfg := cfg.server
 	scfg.Logger = log
-	generated := false
-	if scfg.InstructorToken == "" {
-		scfg.InstructorToken, generated = rand.Text(), true
-	}
+	// A generated token is kept beside the SQLite file (tokenFile); the
+	// memory store and PostgreSQL get a fresh one each start.
+	generated, keptAt, madeNow := scfg.InstructorToken == "", "", false
 	dataName := "the sessions"
 	waitForDB := postgres.IsURL(cfg.data)
 	switch {
@@ -498,8 +497,17 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 		scfg.Store = st
 		dataName = cfg.data
 		log.Info("sessions are stored", "file", cfg.data)
+		if generated {
+			keptAt = tokenFile(cfg.data)
+			if scfg.InstructorToken, madeNow, err = keptToken(keptAt, minTokenLength); err != nil {
+				return err
+			}
+		}
 	default:
 		log.Warn("sessions are kept in memory only and are lost when the lab stops")
+	}
+	if generated && keptAt == "" {
+		scfg.InstructorToken, madeNow = rand.Text(), true
 	}
 	// The lab starts (loads the sessions, starts its janitor) only once it
 	// can listen, so a failed listen leaves nothing running; it is built
@@ -555,7 +563,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	fmt.Fprintf(stdout, "Classes: students join at %s/join (set -public-url if they cannot reach it)\n", strings.TrimSuffix(scfg.PublicURL, "/"))
 	fmt.Fprintf(stdout, "Instructor console: %sinstructor (on this machine)\n", publicURL(ln.Addr()))
 	if generated {
-		fmt.Fprintf(stdout, "Instructor token (generated; set -instructor-token or LAB_INSTRUCTOR_TOKEN to choose one): %s\n", scfg.InstructorToken)
+		fmt.Fprintf(stdout, "Instructor token (%s; set -instructor-token or LAB_INSTRUCTOR_TOKEN to choose one): %s\n", tokenOrigin(cfg.data, keptAt, madeNow), scfg.InstructorToken)
 	}
 	log.Info("lab listening", "addr", ln.Addr().String(), "version", version)
 
