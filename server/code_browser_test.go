@@ -178,3 +178,60 @@ func TestBrowserCodeCheck(t *testing.T) {
 	waitJS(teacher, "who passes it", `document.querySelector("#case-results > li")?.textContent === "Ada: passes"`)
 	waitJS(student, "the instructor's case on the student's page", `document.getElementById("code-own").textContent.includes("my stale reply: passes")`)
 }
+
+// TestBrowserCodeScreenshots writes docs/code.png (1280 px), docs/code-360.png
+// and docs/code-console.png (LAB_SCREENSHOT=1): the student's panel with a
+// failure, and the console's board. It asserts nothing beyond the other
+// tests; it only draws.
+func TestBrowserCodeScreenshots(t *testing.T) {
+	if os.Getenv("LAB_SCREENSHOT") != "1" {
+		t.Skip("set LAB_SCREENSHOT=1 to write docs/code.png, docs/code-360.png and docs/code-console.png")
+	}
+	base := startLabWith(t, server.Config{InstructorToken: testToken})
+	student := newBrowser(t)
+	id := student.open(base + "/").Session
+	student.do("name", chromedp.SetValue(chromedp.ID("name"), "Ada"), chromedp.Click(chromedp.ID("set-name")))
+	openCodePanel(student)
+	setCode(student, jsModule(t, "wrong/deadline-over-result.js"))
+	student.do("check", chromedp.Click(chromedp.ID("code-check")))
+	waitJS(student, "the failure drawn", `document.querySelector("#code-failure-svg > svg") !== null`)
+	for _, name := range []string{"Bob", "Chen"} {
+		other := student.newPrivateTab(name)
+		other.open(base + "/")
+		other.do("name", chromedp.SetValue(chromedp.ID("name"), name), chromedp.Click(chromedp.ID("set-name")))
+		openCodePanel(other)
+		module := "correct.js"
+		if name == "Chen" {
+			module = "wrong/run-id-only.js"
+		}
+		setCode(other, jsModule(t, module))
+		other.do("check", chromedp.Click(chromedp.ID("code-check")))
+		waitJS(other, "the result", `["passed", "failed"].includes(document.getElementById("code").dataset.status)`)
+	}
+	teacher := student.newTab("teacher")
+	teacher.openConsole(base, id)
+	waitJS(teacher, "three programs", `document.querySelectorAll("#progress-body td.code-status[data-status]:not([data-status=''])").length === 3`)
+
+	shoot := func(p *tab, file string, w, h int64, scroll string, mobile bool) {
+		t.Helper()
+		viewport := chromedp.EmulateViewport(w, h)
+		if mobile {
+			viewport = chromedp.EmulateViewport(w, h, chromedp.EmulateMobile)
+		}
+		p.do("frame "+file, viewport,
+			chromedp.Evaluate[chromedp.Void](`document.activeElement?.blur(); `+scroll),
+			chromedp.MouseEvent(chromedp.MouseMoved, 1, 1))
+		png, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			t.Fatalf("screenshot: %v", err)
+		}
+		path := filepath.Join("..", "docs", file)
+		if err := os.WriteFile(path, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s", path)
+	}
+	shoot(student, "code.png", 1280, 1400, `document.getElementById("code").scrollIntoView()`, false)
+	shoot(student, "code-360.png", 360, 1400, `document.getElementById("code-failure").scrollIntoView()`, true)
+	shoot(teacher, "code-console.png", 1280, 1000, `document.getElementById("progress").scrollIntoView()`, false)
+}
