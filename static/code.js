@@ -344,6 +344,8 @@ function makeEditor() {
     indentUnit: 2,
     tabSize: 2,
     gutters: ["code-error-gutter", "CodeMirror-linenumbers"],
+    // On a phone long lines wrap rather than scroll sideways.
+    lineWrapping: window.matchMedia("(max-width: 40rem)").matches,
     // contenteditable lets a screen reader read the text as it is.
     inputStyle: "contenteditable",
     screenReaderLabel: "Your ToolCall module (JavaScript). Esc then Tab leaves the editor.",

@@ -101,8 +101,17 @@ const cases = {
   targets: null, // (target) => {body} or {error}: the inject form's targets
   label: null, // (id) => a session's name
   rows: new Map(),
-  last: null, // { name, results } of the case last added
+  last: null, // { name, results, before } of the case last added
+  watched: new Map(), // session id -> the "own" of its last state frame (the watched session's)
 };
+
+// codeWatched takes a state frame of the watched session: its code's "own"
+// says exactly whether it passes the instructor's cases.
+export function codeWatched(frame) {
+  const own = frame?.code?.own;
+  if (Array.isArray(own)) cases.watched.set(str(frame.session), own);
+  drawCaseResults();
+}
 
 // initCodeCases wires the form in #code-cases. targets(value) turns the
 // form's "Into" into the request's targets exactly as the inject form does;
@@ -190,21 +199,28 @@ async function addCase() {
   const results = list(out?.results);
   const applied = results.filter((r) => r?.applied).length;
   setText(ui.summary, `Case “${name}” added in ${applied} of ${results.length} sessions; their latest programs are checked again.`);
-  cases.last = { name, results };
+  // The cases each program was checked on before: once a row's count has
+  // grown, the re-check with this case is in.
+  const before = new Map(results.map((r) => [str(r?.session), num(codeOf(cases.rows.get(str(r?.session)))?.cases)]));
+  cases.last = { name, results, before };
   drawCaseResults();
 }
 
-// passesOf says whether a session's program passes the case: from the
-// session's overview row (its code's "own") when it has one, else from the
-// answer to the request; undefined while nobody knows.
+// passesOf says whether a session's program passes the case named name:
+// exactly from the case's outcome ("own") in the overview row or the
+// watched session's state when there is one; else a program re-checked
+// with the case that passes every case passes it, and one that fails
+// fails some case (which, the session's own page or a watch says).
 function passesOf(r, name) {
-  const row = cases.rows.get(str(r.session));
-  const code = codeOf(row) ?? (r.code && typeof r.code === "object" ? r.code : null);
-  const own = list(code?.own).find((c) => str(c?.case) === name);
-  if (own) return { known: true, passed: own.passed === true };
-  if (typeof r.passed === "boolean") return { known: true, passed: r.passed };
-  if (!code) return { known: false, none: true };
-  return { known: false };
+  const id = str(r.session);
+  const code = codeOf(cases.rows.get(id));
+  const own = [...list(code?.own), ...list(cases.watched.get(id))].find((c) => str(c?.case) === name);
+  if (own) return own.passed === true ? "passes" : "fails";
+  if (typeof r.passed === "boolean") return r.passed ? "passes" : "fails";
+  if (!code) return "no program checked yet";
+  const rechecked = num(code.cases) > (cases.last.before.get(id) ?? 0) && code.status !== "checking";
+  if (!rechecked) return "being checked";
+  return code.status === "passed" ? "passes" : "fails at least one case; watch the session to see whether this one";
 }
 
 function drawCaseResults() {
@@ -219,9 +235,8 @@ function drawCaseResults() {
       li.textContent = `${who}: not added: ${str(r?.error)}`;
       return li;
     }
-    const p = passesOf(r, last.name);
-    const words = p.known ? (p.passed ? "passes" : "fails") : p.none ? "no program checked yet" : "being checked";
-    li.dataset.passes = p.known ? String(p.passed) : "";
+    const words = passesOf(r, last.name);
+    li.dataset.passes = words === "passes" ? "true" : words === "fails" ? "false" : "";
     li.textContent = `${who}: ${words}`;
     return li;
   });

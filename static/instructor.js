@@ -37,7 +37,7 @@ import {
 } from "./dom.js";
 import { initProgress, renderProgress, stopProgress } from "./progress.js";
 import { DiagramView } from "./diagram.js";
-import { initCodeCases } from "./codeboard.js";
+import { codeWatched, initCodeCases } from "./codeboard.js";
 
 // MAX_TIMELINE is how many timeline entries the console keeps: as many as the
 // server keeps per session (maxTimeline in server/instructor.go), so a long
@@ -406,6 +406,7 @@ function renderWatched(s) {
   setText(ui.watchedName, str(s.name) || shortId(str(s.session)));
   setText(ui.watchedOption, `The session shown below (${str(s.name) || shortId(str(s.session))})`);
   diagram.changed(num(s.seq));
+  codeWatched(s);
   setText(ui.run, str(call.runId));
   setText(ui.call, str(call.callId));
   setText(ui.status, str(call.status));
