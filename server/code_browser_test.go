@@ -141,7 +141,7 @@ func TestBrowserCodeCheck(t *testing.T) {
 	if rows := evalJS[int](student, `document.querySelectorAll("#code-steps tr").length`); step < 0 || step >= rows || rows > 8 {
 		t.Errorf("the failing step is %d of %d rows", step, rows)
 	}
-	if !evalJS[bool](student, `document.querySelector("#code-steps tr.code-differs").getAttribute("aria-current") === "step" && document.querySelectorAll("#code-steps tr.code-differs mark").length > 0`) {
+	if !evalJS[bool](student, `document.querySelector("#code-steps tr.code-differs").getAttribute("aria-current") === "step" && document.querySelectorAll("#code-diff mark").length > 0`) {
 		t.Error("the differing step is not highlighted, or nothing in it is marked")
 	}
 	waitJS(student, "the failure drawn", `document.querySelector("#code-failure-svg > svg") !== null`)

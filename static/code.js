@@ -230,7 +230,7 @@ function buildFailure(sessionId) {
   table.id = "code-steps-table";
   const caption = el("caption", "visually-hidden", "The failing trace, step by step");
   const head = el("tr");
-  for (const text of ["Step", "Frame", "The lab's model", "Your module"]) {
+  for (const text of ["Step", "Frame", "Model and module"]) {
     const th = el("th", "", text);
     th.scope = "col";
     head.append(th);
@@ -245,6 +245,10 @@ function buildFailure(sessionId) {
   scroll.setAttribute("role", "region");
   scroll.setAttribute("aria-labelledby", "code-failure-title");
   scroll.append(table);
+  // The differing step in full: the model's side and the module's, side by
+  // side on a wide screen, one under the other on a phone.
+  panel.diff = el("div", "code-diff");
+  panel.diff.id = "code-diff";
   const drawn = el("h4", "", "The failure drawn");
   drawn.id = "code-failure-drawn";
   panel.svgBox = el("div", "diagram-scroll");
@@ -260,7 +264,7 @@ function buildFailure(sessionId) {
     active: false,
   });
   panel.svgView.show(`/lab/${encodeURIComponent(sessionId)}/code/failure.svg`);
-  box.append(panel.failureTitle, panel.property, hint, scroll, drawn, panel.svgBox, panel.svgStatus);
+  box.append(panel.failureTitle, panel.property, hint, scroll, panel.diff, drawn, panel.svgBox, panel.svgStatus);
   panel.failure = box;
   return box;
 }
@@ -569,6 +573,7 @@ function showFailure(failure, code) {
     panel.svgView.setActive(false);
     panel.svgKey = "";
     panel.steps.replaceChildren();
+    panel.diff.replaceChildren();
     return;
   }
   setText(panel.failureTitle, `The first failure: ${str(f.case)}`);
@@ -584,15 +589,15 @@ function showFailure(failure, code) {
   panel.svgView.setActive(!panel.body.hidden);
 }
 
-// stepRows builds a row per frame of the failing trace: the frame in words,
-// and at the failing step what the model and the module showed and said,
-// the fields that differ marked. Before it both agree; after it nothing was
-// played.
+// stepRows builds a row per frame of the failing trace, the frame in words
+// (the held messages numbered as the lab numbers them), and fills the
+// comparison of the failing step. Before it both agree; after it nothing
+// was played.
 function stepRows(f) {
   const frames = list(f.frames);
   const step = num(f.step);
   let queued = 0;
-  return frames.map((frame, i) => {
+  const rows = frames.map((frame, i) => {
     const tr = el("tr");
     tr.dataset.step = String(i);
     const n = el("th", "", String(i + 1));
@@ -604,11 +609,11 @@ function stepRows(f) {
         break;
       case "queueReply":
         queued += 1;
-        what = `Queue a reply (message ${queued}): ${JSON.stringify(str(frame.raw))}`;
+        what = `Queue message ${queued}, a reply: ${str(frame.raw)}`;
         break;
       case "queueDeadline":
         queued += 1;
-        what = `Queue a deadline for the current call (message ${queued})`;
+        what = `Queue message ${queued}, a deadline for the current call`;
         break;
       case "deliver":
         what = `Deliver message ${num(frame.message)}`;
@@ -617,32 +622,35 @@ function stepRows(f) {
         what = JSON.stringify(frame);
     }
     const frameCell = el("td", "code-frame", what);
-    const expected = el("td");
-    const got = el("td");
-    if (i < step) {
-      expected.textContent = "Same as your module";
-      got.textContent = "Same as the lab's model";
-      expected.className = got.className = "code-same";
-    } else if (i === step) {
+    const result = el("td", "code-same", i < step ? "Same" : "Not played");
+    if (i === step) {
       tr.className = "code-differs";
       tr.setAttribute("aria-current", "step");
-      n.textContent = `${i + 1} (differs)`;
-      const want = f.expected ?? {};
-      const have = f.got ?? {};
-      fillSide(expected, want.call, str(want.notice), null, have.call, have.notice);
-      fillSide(got, have.call, have.notice, have.error, want.call, str(want.notice));
-    } else {
-      expected.textContent = got.textContent = "Not played";
-      expected.className = got.className = "code-same";
+      result.className = "";
+      result.textContent = "Differ: see below";
     }
-    tr.append(n, frameCell, expected, got);
+    tr.append(n, frameCell, result);
     return tr;
   });
+  const want = f.expected ?? {};
+  const have = f.got ?? {};
+  const model = el("div", "code-side-box");
+  model.append(el("h5", "", "The lab's model"));
+  fillSide(model, want.call, str(want.notice), null, have.call, have.notice);
+  const mine = el("div", "code-side-box");
+  mine.append(el("h5", "", "Your module"));
+  fillSide(mine, have.call, have.notice, have.error, want.call, str(want.notice));
+  const title = el("h4", "", `At step ${step + 1}, where they differ (the differences marked)`);
+  title.id = "code-diff-title";
+  const pair = el("div", "code-pair");
+  pair.append(model, mine);
+  panel.diff.replaceChildren(title, pair);
+  return rows;
 }
 
 // fillSide writes one side of the failing step: "Shows" (the view's four
 // fields) and "Says" (the notice), marking what differs from the other side.
-function fillSide(td, call, notice, error, otherCall, otherNotice) {
+function fillSide(box, call, notice, error, otherCall, otherNotice) {
   const dl = el("dl", "code-side");
   const shows = el("dd");
   if (call && typeof call === "object" && !Array.isArray(call)) {
@@ -674,7 +682,7 @@ function fillSide(td, call, notice, error, otherCall, otherNotice) {
     dd.append(el("mark", "", error));
     dl.append(el("dt", "", "Error"), dd);
   }
-  td.replaceChildren(dl);
+  box.append(dl);
 }
 
 function showOwn(items) {
