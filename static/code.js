@@ -104,11 +104,11 @@ const panel = {
   keysNote: null,
   status: null,
   error: null,
-  errorLine: null, // the button that goes to the error's line
   failure: null,
   failureTitle: null,
   property: null,
   steps: null, // the failing trace's <tbody>
+  diff: null, // the failing step in full
   svgBox: null,
   svgStatus: null,
   svgView: null,
@@ -120,6 +120,7 @@ const panel = {
   waiting: null, // { submission, timer } while this tab's check is out
   marked: null, // the editor line handle marked as the error's
   last: null, // the last state's code
+  lastKey: "", // its JSON, to tell a new result from the one shown
   saveTimer: 0,
   leaving: false, // Esc was pressed in the editor: the next Tab leaves it
 };
@@ -473,28 +474,30 @@ export function codeRefused(frame) {
 
 // ---- the result -------------------------------------------------------------
 
-// renderCode takes a state frame and shows its "code" result.
+// renderCode takes a state frame and shows its "code" result; a state
+// whose code is the one shown changes nothing (most states are other
+// actions), so a focused control in the result stays.
 export function renderCode(state) {
   if (!panel.section) return;
   const code = state?.code && typeof state.code === "object" ? state.code : null;
-  panel.last = code;
   if (panel.waiting && code && num(code.submission) > panel.waiting.submission && code.status !== "checking") endWait();
+  const key = JSON.stringify(code);
+  const fresh = key !== panel.lastKey;
+  panel.last = code;
+  panel.lastKey = key;
   renderSummary();
-  if (!code) {
-    if (!panel.waiting) setText(panel.status, "Not checked yet.");
-    panel.error.hidden = true;
-    showFailure(null);
-    showOwn([]);
-    return;
-  }
-  setData(panel.section, "status", str(code.status));
-  setText(panel.status, statusSentence(code));
-  const error = str(code.error);
+  if (panel.waiting) setText(panel.status, "Checking…");
+  else if (!code) setText(panel.status, "Not checked yet.");
+  else setText(panel.status, statusSentence(code));
+  if (!fresh) return;
+  setData(panel.section, "status", code ? str(code.status) : "");
+  const error = str(code?.error);
   panel.error.hidden = error === "";
   if (error) fillError(error, errorLine(code));
+  else panel.error.replaceChildren();
   markError(code);
-  showFailure(code.status === "failed" || code.status === "error" ? code.failure : null, code);
-  showOwn(list(code.own));
+  showFailure(code && (code.status === "failed" || code.status === "error") ? code.failure : null, code);
+  showOwn(list(code?.own));
 }
 
 function statusSentence(code) {
