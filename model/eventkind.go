@@ -12,6 +12,8 @@ const (
 	KindRenamed           = "renamed"
 	KindInjected          = "injected"
 	KindInjectedDelivered = "injected-delivered"
+	KindCodeSubmitted     = "code-submitted"
+	KindCaseAdded         = "case-added"
 )
 
 // KindName is the name of e's kind. An injection delivered at once has a
@@ -31,6 +33,10 @@ func (e Event) KindName() string {
 			return KindInjectedDelivered
 		}
 		return KindInjected
+	case CodeSubmitted:
+		return KindCodeSubmitted
+	case CaseAdded:
+		return KindCaseAdded
 	}
 	return fmt.Sprintf("unknown(%d)", e.Kind)
 }
@@ -51,6 +57,10 @@ func ParseKindName(name string) (kind EventKind, deliver bool, ok bool) {
 		return MessageInjected, false, true
 	case KindInjectedDelivered:
 		return MessageInjected, true, true
+	case KindCodeSubmitted:
+		return CodeSubmitted, false, true
+	case KindCaseAdded:
+		return CaseAdded, false, true
 	}
 	return 0, false, false
 }

@@ -150,6 +150,11 @@ const (
 	Deliver
 	Rename // set the session's display name
 	Inject // an instructor's message: held, or held and delivered at once
+	// SubmitCode submits a student's ToolCall module (Source) for the code
+	// check of campaign Seed, which the server chooses (code.go).
+	SubmitCode
+	// AddCase adds an instructor's own case (Case) to the session's suite.
+	AddCase
 )
 
 // Command is one request to change a session.
@@ -161,6 +166,9 @@ type Command struct {
 	Predict Prediction // Deliver: optional, NoPrediction for none
 	Name    string     // Rename: as typed; Decide normalizes it
 	Inject  Injection  // Inject
+	Source  string     // SubmitCode: the module's text
+	Seed    uint64     // SubmitCode: the campaign's seed, below 2^53
+	Case    *Case      // AddCase (a pointer: Commands compare with ==)
 }
 
 // Injection is what an instructor injects: a preset, resolved against the
@@ -183,6 +191,8 @@ const (
 	MessageDelivered
 	Renamed         // the display name changed
 	MessageInjected // an instructor's message joined the queue, and was delivered at once if Deliver
+	CodeSubmitted   // a module was submitted for the code check: Source and Seed
+	CaseAdded       // an instructor's case joined the session's suite: Case
 )
 
 // Event is one change, as stored and replayed: applying a session's events in
@@ -195,6 +205,9 @@ type Event struct {
 	Name       string     // Renamed: the new name, already normalized
 	Deliver    bool       // MessageInjected: delivered in the same event
 	Prediction Prediction // MessageDelivered: what the student expected, NoPrediction if nothing
+	Source     string     // CodeSubmitted: the module's text, as submitted
+	Seed       uint64     // CodeSubmitted: the campaign's seed
+	Case       *Case      // CaseAdded: the case, validated (a pointer: Events compare with ==)
 }
 
 // Lab is one student's lab session: the current call, the run counter, the
@@ -227,6 +240,9 @@ type Lab struct {
 	// delivered; waiting counts the held messages that never were.
 	delivered []bool
 	waiting   int
+	// code is what the code check of the latest submission is a function
+	// of (code.go).
+	code CodeInput
 }
 
 // NewLab returns a session at run-1, as the page starts.
@@ -300,6 +316,8 @@ func (l *Lab) Decide(cmd Command, lim Limits) (Event, error) {
 		return Event{Kind: Renamed, By: cmd.By, Name: name}, nil
 	case Inject:
 		return l.decideInjection(cmd, lim)
+	case SubmitCode, AddCase:
+		return l.decideCode(cmd)
 	}
 	return Event{}, fmt.Errorf("unknown command kind %d", cmd.Kind)
 }
@@ -368,7 +386,7 @@ func (l *Lab) Apply(e Event) (string, error) {
 // commit makes c, worked out by next at the current seq, the session's.
 func (l *Lab) commit(c change) {
 	l.runs, l.call, l.notice, l.accepted, l.name = c.runs, c.call, c.notice, c.accepted, c.name
-	l.exercise, l.draft = c.exercise, c.draft
+	l.exercise, l.draft, l.code = c.exercise, c.draft, c.code
 	if c.queued.ID != 0 {
 		l.queue = append(l.queue, c.queued)
 		l.parsed = append(l.parsed, c.parsed)
@@ -450,10 +468,11 @@ type change struct {
 	queued   Message     // appended to the queue when its ID is not 0
 	parsed   parsedReply // queued's reply, decoded, kept when short (Lab.parsed)
 	receipt  Receipt     // appended to the receipts when its Message is not 0
+	code     CodeInput
 }
 
 func (l *Lab) next(e Event) (change, error) {
-	c := change{runs: l.runs, call: l.call, notice: l.notice, accepted: l.accepted, name: l.name, exercise: l.exercise, draft: l.draft}
+	c := change{runs: l.runs, call: l.call, notice: l.notice, accepted: l.accepted, name: l.name, exercise: l.exercise, draft: l.draft, code: l.code}
 	seq := l.seq + 1 // the seq this event will have
 	switch e.Kind {
 	case RunStarted:
@@ -491,6 +510,8 @@ func (l *Lab) next(e Event) (change, error) {
 		c.deliver(seq, m, l.decoded(m.ID), e.By, e.Prediction)
 	case Renamed:
 		c.name = e.Name
+	case CodeSubmitted, CaseAdded:
+		c.code = l.code.next(e)
 	default:
 		return change{}, fmt.Errorf("unknown event kind %d", e.Kind)
 	}

@@ -92,7 +92,7 @@ func (s *Server) inject(c echo.Context) error {
 	if err := s.injectAllowed(c, req); err != nil {
 		return err
 	}
-	results := s.injectInto(req)
+	results := s.submitEach(req, model.Command{Kind: model.Inject, By: model.Instructor, Inject: req.inject})
 	applied := 0
 	outcomes := map[string]int{}
 	for _, res := range results {
@@ -139,8 +139,9 @@ func (s *Server) injectAllowed(c echo.Context, req injectRequest) error {
 	return nil
 }
 
-// injectInto submits the injection to every target and waits for each result.
-func (s *Server) injectInto(req injectRequest) []injectResult {
+// submitEach submits cmd (an injection, an instructor's case) to every
+// target of req and waits for each result.
+func (s *Server) submitEach(req injectRequest, cmd model.Command) []injectResult {
 	ids := req.sessions
 	switch {
 	case req.all:
@@ -165,7 +166,7 @@ func (s *Server) injectInto(req injectRequest) []injectResult {
 			continue
 		}
 		waits[i] = make(chan outcome, 1)
-		sess.submit(pending{cmd: model.Command{Kind: model.Inject, By: model.Instructor, Inject: req.inject}, done: waits[i]})
+		sess.submit(pending{cmd: cmd, done: waits[i]})
 	}
 	for i, done := range waits {
 		if done == nil {
@@ -212,31 +213,9 @@ func decodeInjectRequest(body []byte, lim model.Limits) (injectRequest, error) {
 	if dec.More() {
 		return injectRequest{}, badRequest("the body must hold one JSON object")
 	}
-	var req injectRequest
-	targets := 0
-	for _, set := range []bool{in.All, len(in.Sessions) > 0, in.Class != nil} {
-		if set {
-			targets++
-		}
-	}
-	switch {
-	case targets > 1:
-		return req, badRequest(`give one of "sessions", "class" or "all": not both, nor all three`)
-	case targets == 0:
-		return req, badRequest(`name the target sessions in "sessions", a class in "class", or set "all": true`)
-	case in.Class != nil && !canonicalID(*in.Class):
-		return req, fmt.Errorf("%w %q", errNoSuchClass, *in.Class)
-	}
-	req.all = in.All
-	if in.Class != nil {
-		req.class = *in.Class
-	}
-	seen := make(map[string]bool, len(in.Sessions))
-	for _, id := range in.Sessions {
-		if !seen[id] {
-			seen[id] = true
-			req.sessions = append(req.sessions, id)
-		}
+	req, err := decodeTargets(in.Sessions, in.All, in.Class)
+	if err != nil {
+		return req, err
 	}
 	if in.Mode != nil {
 		switch *in.Mode {
@@ -278,6 +257,38 @@ func decodeInjectRequest(body []byte, lim model.Limits) (injectRequest, error) {
 			return req, badRequest(`"deadline" needs string fields "runId" and "callId"`)
 		}
 		req.inject.Kind, req.inject.Key = model.DeadlineMessage, model.Key{RunID: *d.RunID, CallID: *d.CallID}
+	}
+	return req, nil
+}
+
+// decodeTargets reads the targets of an injection or a case: "sessions",
+// "class" or "all", exactly one.
+func decodeTargets(sessions []string, all bool, class *string) (injectRequest, error) {
+	var req injectRequest
+	targets := 0
+	for _, set := range []bool{all, len(sessions) > 0, class != nil} {
+		if set {
+			targets++
+		}
+	}
+	switch {
+	case targets > 1:
+		return req, badRequest(`give one of "sessions", "class" or "all": not both, nor all three`)
+	case targets == 0:
+		return req, badRequest(`name the target sessions in "sessions", a class in "class", or set "all": true`)
+	case class != nil && !canonicalID(*class):
+		return req, fmt.Errorf("%w %q", errNoSuchClass, *class)
+	}
+	req.all = all
+	if class != nil {
+		req.class = *class
+	}
+	seen := make(map[string]bool, len(sessions))
+	for _, id := range sessions {
+		if !seen[id] {
+			seen[id] = true
+			req.sessions = append(req.sessions, id)
+		}
 	}
 	return req, nil
 }

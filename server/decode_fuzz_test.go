@@ -28,6 +28,8 @@ func FuzzDecodeFrame(f *testing.F) {
 		`{"type":"rename","name":7}`, `{"type":"rename","name":"\ud800"}`, `[]`, `{`, `{"type":"x"}`,
 		`{"type":"deliver","message":1,"predict":"ignored"}`, `{"type":"deliver","message":1,"predict":""}`,
 		`{"type":"deliver","message":1,"predict":null}`, `{"type":"deliver","message":1,"predict":"\u0061ccepted"}`,
+		`{"type":"submitCode","source":"export function begin(){}"}`, `{"type":"submitCode"}`, `{"type":"submitCode","source":null}`,
+		`{"type":"submitCode","source":"\u0000\ud83d\ude00"}`, `{"type":"submitCode","source":"` + strings.Repeat("\\u0061", model.MaxSourceBytes/6+1) + `"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -35,6 +37,10 @@ func FuzzDecodeFrame(f *testing.F) {
 		cmd, err := decodeFrame(data, model.Student)
 		if err != nil {
 			var fe *Error
+			var le *model.LimitError
+			if errors.As(err, &le) && classify(nil, err).reason == "limit" {
+				return // a program over model.MaxSourceBytes
+			}
 			if !errors.As(err, &fe) || fe.Reason != "invalid_frame" {
 				t.Fatalf("error %v is not a frame error", err)
 			}
@@ -62,6 +68,11 @@ func FuzzDecodeFrame(f *testing.F) {
 			var raw string
 			if err := json.Unmarshal(members["raw"], &raw); err != nil || cmd.Raw != raw {
 				t.Fatalf("raw %s decoded as %q", members["raw"], cmd.Raw)
+			}
+		case model.SubmitCode:
+			var source string
+			if err := json.Unmarshal(members["source"], &source); err != nil || cmd.Source != source || len(source) > model.MaxSourceBytes {
+				t.Fatalf("source %.100s decoded as %.100q", members["source"], cmd.Source)
 			}
 		case model.Deliver:
 			var message float64
@@ -232,6 +243,43 @@ func FuzzJoinName(f *testing.F) {
 		}
 		if strings.IndexFunc(name, func(r rune) bool { return unicode.Is(unicode.Cf, r) }) >= 0 {
 			t.Fatalf("%q: accepted %q with a format character", typed, name)
+		}
+	})
+}
+
+// FuzzDecodeCaseRequest: a case request is refused with a request error,
+// or gives a named case the checker can play and targets as an
+// injection's.
+func FuzzDecodeCaseRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"name":"late","frames":[{"type":"queueReply","raw":"x"},{"type":"deliver","message":1}],"all":true}`,
+		`{"name":"x","frames":[{"type":"start"}],"sessions":["a","a"]}`, `{"name":"x","frames":[],"all":true}`,
+		`{"name":"","frames":[{"type":"start"}],"all":true}`, `{"name":"x","frames":[{"type":"deliver","message":1}],"all":true}`,
+		`{"name":"x","frames":[{"type":"rename","name":"y"}],"all":true}`, `{"name":"x","frames":[{"type":"start"}]}`,
+		`{"name":"x","frames":[{"type":"submitCode","source":""}],"all":true}`, `{"name":"x","frames":[1],"all":true}`,
+		`{"name":"a\nb","frames":[{"type":"start"}],"class":"x"}`, `{"name":"x","frames":[{"type":"start"}],"all":true,"x":1}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		req, cs, err := decodeCaseRequest(data)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) || e.Status < 400 || e.Text == "" {
+				if !errors.Is(err, errNoSuchClass) {
+					t.Fatalf("error %v is not a request error", err)
+				}
+			}
+			return
+		}
+		if strings.TrimSpace(cs.Name) == "" || cs.Name != strings.TrimSpace(cs.Name) {
+			t.Fatalf("case name %q", cs.Name)
+		}
+		if err := model.ValidateTrace(cs.Frames); err != nil {
+			t.Fatalf("accepted a case the checker cannot play: %v", err)
+		}
+		if !req.all && req.class == "" && len(req.sessions) == 0 {
+			t.Fatal("accepted a case without targets")
 		}
 	})
 }

@@ -99,6 +99,14 @@ var errTooManyFrames = sentinel("rate_limit", http.StatusTooManyRequests, "too m
 // server draws at once (diagram.go).
 var errDrawingBusy = sentinel("busy", http.StatusServiceUnavailable, "the lab is busy drawing diagrams; try again shortly")
 
+// errCodeRate refuses a submitCode frame past the session's or the client
+// address's allowance of checks (limits.go).
+var errCodeRate = sentinel("rate_limit", http.StatusTooManyRequests, "too many programs checked lately: wait a few seconds and check again")
+
+// errNoFailure answers a failing trace's drawing for a session whose
+// program has no failure (none submitted, being checked, or passing).
+var errNoFailure = sentinel("no_failure", http.StatusNotFound, "this session's program has no failing case to draw")
+
 // errUnknownSession refuses an instructor's request for a session the server
 // does not hold (instructors never create sessions).
 var errUnknownSession = sentinel("unknown_session", http.StatusNotFound, "unknown session")
@@ -130,6 +138,7 @@ var (
 	errUnknownMsg    = sentinel("unknown_message", http.StatusNotFound, "")
 	errInvalidName   = sentinel("invalid_name", http.StatusBadRequest, "")
 	errNotApplicable = sentinel("not_applicable", http.StatusConflict, "")
+	errInvalidCase   = sentinel("invalid_case", http.StatusBadRequest, "")
 )
 
 // ---- the store failed ---------------------------------------------------------
@@ -278,6 +287,8 @@ func modelRefusal(err error) *Error {
 		return errInvalidName
 	case errors.Is(err, model.ErrPresetNotApplicable):
 		return errNotApplicable
+	case errors.Is(err, model.ErrInvalidCase):
+		return errInvalidCase
 	}
 	return nil
 }

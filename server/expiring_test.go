@@ -69,7 +69,7 @@ func TestNoChangeSlipsIntoAnExpiringSession(t *testing.T) {
 		t.Error("the lookup found a session the janitor is deleting")
 	}
 	inject := model.Command{Kind: model.Inject, By: model.Instructor, Inject: model.Injection{Preset: model.CurrentDeadline}}
-	if res := s.injectInto(injectRequest{sessions: []string{id}, inject: inject.Inject}); res[0].Applied || res[0].Reason != "unknown_session" {
+	if res := s.submitEach(injectRequest{sessions: []string{id}}, inject); res[0].Applied || res[0].Reason != "unknown_session" {
 		t.Errorf("an injection into an expiring session: %+v", res[0])
 	}
 	held.submit(pending{cmd: inject, done: done})

@@ -52,6 +52,15 @@ func decodeFrame(data []byte, by model.Actor) (model.Command, error) {
 			return model.Command{}, err
 		}
 		return model.Command{Kind: model.Rename, By: by, Name: name}, nil
+	case "submitCode":
+		source, err := stringField(v, "source")
+		if err != nil {
+			return model.Command{}, err
+		}
+		if len(source) > model.MaxSourceBytes {
+			return model.Command{}, &model.LimitError{Cap: "program size in bytes", Max: model.MaxSourceBytes}
+		}
+		return model.Command{Kind: model.SubmitCode, By: by, Source: source}, nil
 	}
 	return model.Command{}, badFrame("unknown frame type %q", typ)
 }
@@ -105,6 +114,8 @@ func frameType(k model.CommandKind) string {
 		return "deliver"
 	case model.Rename:
 		return "rename"
+	case model.SubmitCode:
+		return "submitCode"
 	}
 	return "other"
 }
@@ -188,8 +199,10 @@ type stateEncoder struct {
 	last                    *sharedframe.Frame
 	lastQueue, lastReceipts int
 	// predictionsRequired is the session's class setting as of this
-	// frame; the drainer sets it before encoding.
+	// frame, and code its "code" object (code.go) encoded, "" for none;
+	// the drainer sets both before encoding.
 	predictionsRequired bool
+	code                string
 }
 
 // betweenLists closes the queue and opens the receipts.
@@ -256,7 +269,7 @@ func (e *stateEncoder) encode(l *model.Lab) model.LabView {
 	b = append(b, e.call.of(callKey{v.Call, v.Notice}, appendCall)...)
 	b = append(b, `,"draft":`...)
 	b = append(b, e.draft.of(v.Draft, jsjson.AppendString)...)
-	e.rest = append(b, e.tail.of(tailKey{v.Name, v.Exercise, e.predictionsRequired, v.Predicted, v.Right}, appendTail)...)
+	e.rest = append(b, e.tail.of(tailKey{v.Name, v.Exercise, e.predictionsRequired, v.Predicted, v.Right, e.code}, appendTail)...)
 	return v
 }
 
@@ -353,6 +366,7 @@ type tailKey struct {
 	exercise            model.Exercise
 	predictionsRequired bool
 	predicted, right    int
+	code                string // the "code" object, encoded; "" for none
 }
 
 // appendTail appends what ends a state frame, after its draft.
@@ -360,6 +374,10 @@ func appendTail(b []byte, k tailKey) []byte {
 	b = append(b, `,"name":`...)
 	b = jsjson.AppendString(b, k.name)
 	b = appendExercise(b, k.exercise, k.predicted, k.right, k.predictionsRequired)
+	if k.code != "" {
+		b = append(b, `,"code":`...)
+		b = append(b, k.code...)
+	}
 	return append(b, '}')
 }
 

@@ -28,6 +28,10 @@ type gradeRow struct {
 	StepAt       [model.NumSteps]time.Time
 	Made, Right  int // predictions made, and those the notices bore out
 	LastActivity time.Time
+	// Submissions counts the programs submitted; Code is the code columns
+	// (Server.codeColumns), filled by serveGrades.
+	Submissions int
+	Code        []string
 }
 
 // gradesHeader is the grades CSV's first row.
@@ -36,7 +40,8 @@ func gradesHeader() []string {
 	for s := 1; s <= model.NumSteps; s++ {
 		h = append(h, "step "+strconv.Itoa(s))
 	}
-	return append(h, "steps done", "predictions made", "predictions right", "last activity")
+	h = append(h, "steps done", "predictions made", "predictions right", "last activity")
+	return append(h, "code_submissions", "code_status", "code_passed", "code_cases", "code_property")
 }
 
 // grade replays one stored session: the same fold (model.Lab) and the same
@@ -53,6 +58,7 @@ func grade(info store.Session, recs []store.Record) (gradeRow, error) {
 	}
 	v := lab.ViewSince(math.MaxInt, math.MaxInt) // the counts, without copying the lists
 	g.StepAt, g.Made, g.Right = clock.at, v.Predicted, v.Right
+	g.Submissions = lab.Code().Submissions
 	return g, nil
 }
 
@@ -100,6 +106,11 @@ func writeGrades(w io.Writer, rows []gradeRow) error {
 			line = append(line, cell)
 		}
 		line = append(line, strconv.Itoa(done), strconv.Itoa(g.Made), strconv.Itoa(g.Right), g.LastActivity.UTC().Format(store.TimeFormat))
+		code := g.Code
+		if code == nil {
+			code = []string{strconv.Itoa(g.Submissions), "", "", "", ""}
+		}
+		line = append(line, code...)
 		for i := range line {
 			line[i] = formulaSafe(line[i])
 		}
@@ -147,6 +158,9 @@ func (s *Server) serveGrades(c echo.Context, filename string, keep func(store.Se
 	rows, err := gradeRows(c.Request().Context(), s.cfg.Store, keep)
 	if err != nil {
 		return failed(errDataUnreadable, "grading sessions", err)
+	}
+	for i := range rows {
+		rows[i].Code = s.codeColumns(rows[i].Session, rows[i].Submissions)
 	}
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")

@@ -65,6 +65,20 @@ const (
 	joinBurst     = 200
 	joinMissRate  = 0.5 // unknown codes a second, per address
 	joinMissBurst = 20
+
+	// Programs submitted for the code check (code.go): a few at once, then
+	// one every 5 seconds in a session; per client address enough for a
+	// class behind one NAT checking every few seconds. A check costs up to
+	// its budget of CPU (2 s, jsclient.DefaultBudget) in the one sandbox.
+	codeSessionRate  = 0.2 // a second, per session
+	codeSessionBurst = 3
+	codeAddrRate     = 2 // a second, per address
+	codeAddrBurst    = 60
+
+	// codeCheckDeadline bounds one check on the wall clock, its wait for
+	// the sandbox included: past it the sandbox is closed and the check
+	// ends as an error.
+	codeCheckDeadline = 20 * time.Second
 )
 
 // minFrameBytes is the least frame cap that still lets a reply at the limit
@@ -101,6 +115,7 @@ func newAddrTable(cfg *Config) *limit.AddrTable {
 		AuthEvery: authFailureEvery, AuthBurst: cfg.AuthFailureBurst,
 		JoinRate: joinRate, JoinBurst: joinBurst,
 		MissRate: joinMissRate, MissBurst: joinMissBurst,
+		CodeRate: codeAddrRate, CodeBurst: codeAddrBurst,
 		MaxEntries: maxAddrEntries,
 	})
 }

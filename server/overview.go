@@ -27,7 +27,8 @@ type sessionRow struct {
 	Waiting      int       `json:"waiting"` // held messages never delivered
 	Receipts     int       `json:"receipts"`
 	Seq          uint64    `json:"seq"`
-	LastActivity time.Time `json:"lastActivity"` // the student's own last change, or the session's creation
+	LastActivity time.Time `json:"lastActivity"`   // the student's own last change, or the session's creation
+	Code         *codeRow  `json:"code,omitempty"` // the code check, absent before a submission (code.go)
 	progress               // steps, current, currentSince, stuck, predictions (exercise.go)
 }
 

@@ -52,11 +52,16 @@ func restoreSession(info store.Session, recs []store.Record, cfg *Config, m *met
 			s.lastOwn = r.Time
 		}
 	}
+	if in := s.lab.Code(); in.Submissions > 0 {
+		s.code.set(in) // checked again once held (Server.holdStored)
+		s.enc.code = s.code.json
+	}
 	frame, v := s.enc.frame(s.lab)
 	s.clock.receipts(v.Receipts)
 	s.frame.Release() // newSession's, seen by no one: the session is not shared yet
 	s.frame = frame
 	s.row = newRow(s.id, v, s.lastOwn)
 	s.row.progress = s.clock.progress(v)
+	s.row.Code = s.code.row()
 	return s, nil
 }

@@ -41,7 +41,8 @@ func (s *Server) routes() *echo.Echo {
 	pages.GET("/", s.newSession)
 	pages.GET("/lab/:id", s.studentPage)
 	programs.GET("/lab/:id/ws", s.studentSocket)
-	programs.GET("/lab/:id/diagram.svg", s.studentDiagram) // the student's own session drawn (diagram.go)
+	programs.GET("/lab/:id/diagram.svg", s.studentDiagram)         // the student's own session drawn (diagram.go)
+	programs.GET("/lab/:id/code/failure.svg", s.studentFailureSVG) // the student's failing case drawn (code.go)
 	pages.StaticFS("/static", static.Files)
 	programs.GET("/exercise.json", s.exerciseSteps) // the nine steps' texts (exercise.go)
 
@@ -86,6 +87,8 @@ func (s *Server) routes() *echo.Echo {
 	api.GET("/sessions/:id/export", s.exportSession, s.requireInstructor)
 	api.GET("/sessions/:id/diagram.svg", s.diagramSVG, s.requireInstructor) // diagram.go
 	api.GET("/sessions/:id/shiviz.log", s.shivizLog, s.requireInstructor)
+	api.GET("/sessions/:id/code/failure.svg", s.sessionFailureSVG, s.requireInstructor) // code.go
+	api.POST("/code/cases", s.addCases, s.requireInstructor)                            // code.go
 	api.GET("/export.csv", s.exportCSV, s.requireInstructor, serverWide)
 	api.GET("/grades.csv", s.exportGrades, s.requireInstructor, serverWide) // grades.go
 	return e

@@ -210,6 +210,24 @@ func TestEveryRouteRefusesBadInput(t *testing.T) {
 			{name: "unknown session", method: "GET", path: "/lab/" + unknown + "/diagram.svg", status: 404, answer: jsonError, contains: "unknown session"},
 			{name: "wrong method", method: "POST", path: "/lab/" + unknown + "/diagram.svg", status: 405, answer: jsonError},
 		},
+		"GET /lab/:id/code/failure.svg": {
+			{name: "not a UUID", method: "GET", path: "/lab/nope/code/failure.svg", status: 404, answer: jsonError},
+			{name: "unknown session", method: "GET", path: "/lab/" + unknown + "/code/failure.svg", status: 404, answer: jsonError, contains: "unknown session"},
+			{name: "wrong method", method: "POST", path: "/lab/" + unknown + "/code/failure.svg", status: 405, answer: jsonError},
+		},
+		"GET /api/sessions/:id/code/failure.svg": {
+			{name: "no credentials", method: "GET", path: "/api/sessions/" + unknown + "/code/failure.svg", status: 401, answer: jsonError},
+			{name: "unknown id", method: "GET", path: "/api/sessions/" + unknown + "/code/failure.svg", header: bearer, status: 404, answer: jsonError, contains: "unknown session"},
+			{name: "not a UUID", method: "GET", path: "/api/sessions/nope/code/failure.svg", header: bearer, status: 404, answer: jsonError},
+		},
+		"POST /api/code/cases": {
+			{name: "no credentials", method: "POST", path: "/api/code/cases", header: map[string]string{"Content-Type": "application/json"}, body: `{"all":true,"name":"x","frames":[{"type":"start"}]}`, status: 401, answer: jsonError},
+			{name: "not JSON content", method: "POST", path: "/api/code/cases", header: withBearer(map[string]string{"Content-Type": "text/plain"}), body: `{}`, status: 415, answer: jsonError, contains: "application/json"},
+			{name: "bad JSON", method: "POST", path: "/api/code/cases", header: withBearer(map[string]string{"Content-Type": "application/json"}), body: `{"all":`, status: 400, answer: jsonError},
+			{name: "no target", method: "POST", path: "/api/code/cases", header: withBearer(map[string]string{"Content-Type": "application/json"}), body: `{"name":"x","frames":[{"type":"start"}]}`, status: 400, answer: jsonError},
+			{name: "a trace that cannot be played", method: "POST", path: "/api/code/cases", header: withBearer(map[string]string{"Content-Type": "application/json"}), body: `{"all":true,"name":"x","frames":[{"type":"deliver","message":1}]}`, status: 400, answer: jsonError, contains: "unknown message id"},
+			{name: "unknown session", method: "POST", path: "/api/code/cases", header: withBearer(map[string]string{"Content-Type": "application/json"}), body: `{"sessions":["` + unknown + `"],"name":"x","frames":[{"type":"start"}]}`, status: 404, answer: jsonError, contains: "unknown session"},
+		},
 		"GET /api/sessions/:id/diagram.svg": {
 			{name: "no credentials", method: "GET", path: "/api/sessions/" + unknown + "/diagram.svg", status: 401, answer: jsonError},
 			{name: "wrong bearer", method: "GET", path: "/api/sessions/" + unknown + "/diagram.svg", header: wrongBearer, status: 401, answer: jsonError},

@@ -62,6 +62,8 @@ type Server struct {
 	joinTmpl      *template.Template
 	// renderers is which renderer answers each route's errors (routes.go).
 	renderers errorRenderers
+	// checker runs the sessions' code checks (code.go); it has its own lock.
+	checker *checker
 
 	mu        sync.Mutex
 	sessions  map[string]*session
@@ -126,6 +128,7 @@ func New(cfg Config) (*Server, error) {
 		sessions:       make(map[string]*session),
 		conns:          make(map[*conn]struct{}),
 	}
+	s.checker = newChecker(cfg.Logger)
 	s.metrics = newMetrics(s.sessionCount)
 	s.overview = newOverview(s.rowsIn, func(rows []sessionRow) classSummary {
 		return summarize(rows, s.cfg.Now(), s.cfg.StuckAfter)
@@ -233,6 +236,7 @@ func (s *Server) closeSockets(ctx context.Context, why closeReason) error {
 		ln.stop()
 	}
 	s.overview.stop()
+	s.checker.stop()
 
 	var closers sync.WaitGroup
 	for _, c := range open {
@@ -315,6 +319,7 @@ func (s *Server) getOrCreate(id string) (*session, error) {
 	sess.reserve = s.reserve
 	sess.unreserve = s.unreserve
 	sess.renameMember = s.renameMember
+	sess.check, sess.allowCode = s.checker.enqueue, s.addrs.AllowCode
 	s.sessions[id] = sess
 	return sess, nil
 }
@@ -326,8 +331,13 @@ func (s *Server) holdStored(sess *session) {
 	sess.stored = true
 	sess.reserve, sess.unreserve = s.reserve, s.unreserve
 	sess.renameMember = s.renameMember
+	sess.check, sess.allowCode = s.checker.enqueue, s.addrs.AllowCode
 	s.stored++
 	s.sessions[sess.id] = sess
+	if sess.code.in.Submissions > 0 && sess.code.result == nil {
+		// Read from the log, not yet shared: its result is computed again.
+		s.checker.enqueue(sess, sess.code.in)
+	}
 }
 
 // lookup is the one session lookup: a session the janitor is deleting is

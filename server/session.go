@@ -80,8 +80,16 @@ type session struct {
 	renameMember func(id, name string) error
 	caps         eventCaps
 
+	// check asks the Server's checker for a check of the session's code
+	// (code.go); allowCode spends a client address's allowance of them.
+	check     func(s *session, in model.CodeInput)
+	allowCode func(addr string) bool
+	// codeFailure is the failing trace the last frame shows (guarded by mu).
+	codeFailure *model.Failure
+
 	lab           *model.Lab   // owned by the current drainer
 	enc           stateEncoder // owned by the current drainer
+	code          codeState    // owned by the current drainer (code.go)
 	runs, renames int          // owned by the current drainer: events of these kinds so far
 	clock         stepClock    // owned by the current drainer
 }
@@ -91,6 +99,7 @@ type pending struct {
 	// control, when set, says the pending carries no command but work of
 	// the drainer's (see controlKind).
 	control controlKind
+	code    *checkDone // for a codeResult pending
 	cmd     model.Command
 	from    *conn          // the connection that sent it, for its error frame; may be nil
 	done    chan<- outcome // optional; receives the result (buffered by the caller)
@@ -112,6 +121,8 @@ const (
 	// readTimeline: the session's recent timeline goes to done
 	// (recentTimeline).
 	readTimeline
+	// codeResult: a code check ended (code, from the checker).
+	codeResult
 )
 
 // outcome is what became of a pending command: refused with err, or applied,
@@ -130,10 +141,11 @@ func newSession(id string, cfg *Config, m *metrics, frames *sharedframe.Pool, ch
 		id: id, limits: cfg.Limits, metrics: m, store: cfg.Store, shared: isListener(cfg.Store), now: cfg.Now, changed: changed,
 		reserve: func(*session, string) error { return nil }, unreserve: func(*session) {},
 		renameMember: func(string, string) error { return nil },
-		stuckAfter:   cfg.StuckAfter,
-		caps:         eventCaps{runs: cfg.MaxRuns, renames: cfg.MaxRenames, events: cfg.MaxEvents},
-		watchers:     make(map[*conn]struct{}),
-		lab:          model.NewLab(), enc: newStateEncoder(id, frames), lastActive: now, lastOwn: now,
+		check:        func(*session, model.CodeInput) {}, allowCode: func(string) bool { return true },
+		stuckAfter: cfg.StuckAfter,
+		caps:       eventCaps{runs: cfg.MaxRuns, renames: cfg.MaxRenames, events: cfg.MaxEvents},
+		watchers:   make(map[*conn]struct{}),
+		lab:        model.NewLab(), enc: newStateEncoder(id, frames), lastActive: now, lastOwn: now,
 		clock: stepClock{began: now.UTC().Truncate(time.Millisecond)},
 	}
 	frame, v := s.enc.frame(s.lab)
@@ -324,6 +336,15 @@ func (s *session) apply(p pending) {
 	case readTimeline:
 		s.sendTimeline(p)
 		return
+	case codeResult:
+		s.takeCodeResult(p.code)
+		return
+	}
+	if p.cmd.Kind == model.SubmitCode {
+		if err := s.admitCode(&p); err != nil {
+			s.refuse(p, err)
+			return
+		}
 	}
 	if p.cmd.Kind == model.Deliver && p.cmd.By == model.Student && p.cmd.Predict == model.NoPrediction && s.requirePredictions.Load() {
 		s.refuse(p, errPredictionRequired)
@@ -474,7 +495,8 @@ func (s *session) publish(ev model.Event, notice string, now time.Time) {
 		s.clock.began = now
 	}
 	s.clock.steps(s.lab.Exercise(), s.lab.Seq(), now)
-	s.enc.predictionsRequired = s.requirePredictions.Load()
+	s.codeChanged(ev)
+	s.enc.predictionsRequired, s.enc.code = s.requirePredictions.Load(), s.code.json
 	v := s.enc.encode(s.lab)
 	s.clock.receipts(v.Receipts)
 	prog := s.clock.progress(v)
@@ -488,6 +510,7 @@ func (s *session) publish(ev model.Event, notice string, now time.Time) {
 	s.row = newRow(s.id, v, s.lastOwn)
 	s.row.progress = prog
 	s.row.Tabs = len(s.conns)
+	s.row.Code, s.codeFailure = s.code.row(), s.code.failure()
 	for _, c := range s.conns {
 		c.sendShared(frame)
 	}
@@ -519,10 +542,11 @@ func (s *session) setRequirePredictions(on bool) {
 // republish encodes the state again, unchanged but for the settings it
 // carries, and hands it to every tab and watcher. Called by the drainer.
 func (s *session) republish() {
-	s.enc.predictionsRequired = s.requirePredictions.Load()
+	s.enc.predictionsRequired, s.enc.code = s.requirePredictions.Load(), s.code.json
 	s.enc.encode(s.lab)
 	s.mu.Lock()
 	old := s.nextFrame()
+	s.row.Code, s.codeFailure = s.code.row(), s.code.failure()
 	for _, c := range s.conns {
 		c.sendShared(s.frame)
 	}

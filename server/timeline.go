@@ -44,6 +44,8 @@ func newTimelineEntry(ev model.Event, seq uint64, l *model.Lab, notice string, a
 		e.MessageKind = ev.Message.Kind.String()
 	case model.Renamed:
 		e.Label = ev.Name
+	case model.CodeSubmitted, model.CaseAdded:
+		e.Label = store.CodeLabel(ev)
 	}
 	if m, ok := l.Message(ev.Message.ID); ok {
 		e.Message, e.Label, e.Number = m.ID, cut(m.Label(), maxLabelBytes), m.Number

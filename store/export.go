@@ -34,6 +34,24 @@ type jsonLine struct {
 	Run         string `json:"run"`
 	Notice      string `json:"notice"`
 	Prediction  string `json:"prediction,omitempty"` // a delivery's prediction, if one was made
+	// A code submission's module and seed; an instructor's case.
+	Source string      `json:"source,omitempty"`
+	Seed   uint64      `json:"seed,omitempty"`
+	Case   *model.Case `json:"case,omitempty"`
+}
+
+// CodeLabel says what a code event was, in a few words, for the exports
+// and the timeline: the program's size and seed, or the case's name.
+func CodeLabel(e model.Event) string {
+	switch e.Kind {
+	case model.CodeSubmitted:
+		return fmt.Sprintf("program of %d bytes, seed %d", len(e.Source), e.Seed)
+	case model.CaseAdded:
+		if e.Case != nil {
+			return fmt.Sprintf("case %q, %d frames", e.Case.Name, len(e.Case.Frames))
+		}
+	}
+	return ""
 }
 
 // WriteJSONLines writes the records, one JSON object per line.
@@ -54,6 +72,9 @@ func WriteJSONLines(w io.Writer, recs []Record) error {
 			l.Label = r.Event.Name
 		case model.MessageDelivered:
 			l.Prediction = r.Event.Prediction.String()
+		case model.CodeSubmitted, model.CaseAdded:
+			l.Label = CodeLabel(r.Event)
+			l.Source, l.Seed, l.Case = r.Event.Source, r.Event.Seed, r.Event.Case
 		}
 		if err := enc.Encode(l); err != nil {
 			return fmt.Errorf("writing session %s seq %d: %w", r.Session, r.Seq, err)

@@ -14,6 +14,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -95,7 +96,9 @@ func Kind(e model.Event) string { return e.KindName() }
 // Row is a record flattened into the fields the drivers store: the
 // columns of SQLite's older events table and of Postgres's, and what
 // store/sqlite's journal and chunks encode. Adding an event kind means
-// adding a case to Encode and to Decode.
+// adding a case to Encode and to Decode. A code submission keeps its
+// module's text in Raw and its seed in Message; an instructor's case its
+// name and frames, as JSON, in Raw.
 type Row struct {
 	Session          string
 	Seq              int64
@@ -113,6 +116,14 @@ type Row struct {
 func check(r Record) error {
 	switch r.Event.Kind {
 	case model.RunStarted, model.Renamed, model.MessageQueued, model.MessageInjected:
+	case model.CodeSubmitted:
+		if r.Event.Seed >= model.MaxSeed {
+			return fmt.Errorf("encoding a code submission: seed %d is not below 2^53", r.Event.Seed)
+		}
+	case model.CaseAdded:
+		if r.Event.Case == nil {
+			return errors.New("encoding a case: no case")
+		}
 	case model.MessageDelivered:
 		if _, ok := model.ParsePrediction(r.Event.Prediction.String()); !ok {
 			return fmt.Errorf("encoding a delivery: unknown prediction %d", r.Event.Prediction)
@@ -140,6 +151,15 @@ func Encode(r Record) (Row, error) {
 		w.Prediction = r.Event.Prediction.String()
 	case model.Renamed:
 		w.Raw = append(w.Raw, r.Event.Name...)
+	case model.CodeSubmitted:
+		w.Raw = append(w.Raw, r.Event.Source...)
+		w.Message = int64(r.Event.Seed)
+	case model.CaseAdded:
+		b, err := json.Marshal(r.Event.Case)
+		if err != nil {
+			return Row{}, fmt.Errorf("encoding a case: %w", err)
+		}
+		w.Raw = b
 	case model.MessageQueued, model.MessageInjected:
 		m := r.Event.Message
 		w.MsgKind, w.MsgFrom = m.Kind.String(), m.From.String()
@@ -165,14 +185,27 @@ func Decode(w Row) (Record, error) {
 		return Record{}, err
 	}
 	r.Event.By = by
-	r.Event.Message.ID = int(w.Message)
 	kind, deliver, ok := model.ParseKindName(w.Kind)
 	if !ok {
 		return Record{}, fmt.Errorf("session %s seq %d: unknown event kind %q", w.Session, w.Seq, w.Kind)
 	}
 	r.Event.Kind, r.Event.Deliver = kind, deliver
+	if kind != model.CodeSubmitted {
+		r.Event.Message.ID = int(w.Message)
+	}
 	switch kind {
 	case model.RunStarted:
+	case model.CodeSubmitted:
+		if w.Message < 0 || w.Message >= model.MaxSeed {
+			return Record{}, fmt.Errorf("session %s seq %d: seed %d is not below 2^53", w.Session, w.Seq, w.Message)
+		}
+		r.Event.Source, r.Event.Seed = string(w.Raw), uint64(w.Message)
+	case model.CaseAdded:
+		var c model.Case
+		if err := json.Unmarshal(w.Raw, &c); err != nil {
+			return Record{}, fmt.Errorf("session %s seq %d: %w", w.Session, w.Seq, err)
+		}
+		r.Event.Case = &c
 	case model.MessageDelivered:
 		p, ok := model.ParsePrediction(w.Prediction)
 		if !ok {

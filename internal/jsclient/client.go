@@ -110,7 +110,7 @@ func (s *Submission) Close() {
 		return
 	}
 	s.closed = true
-	s.stop(errors.New("the submission is closed"))
+	s.stop(fmt.Errorf("the check was stopped before it ended: %w", model.ErrStop))
 	<-slots
 }
 
@@ -149,6 +149,10 @@ func start(b Budget) (*Submission, error) {
 func (s *Submission) stop(why error) {
 	if s.dead == nil {
 		s.dead = why
+		var ce *CallError
+		if errors.As(why, &ce) {
+			ce.dead = true
+		}
 	}
 	if s.cmd != nil {
 		_ = s.stdin.Close()

@@ -15,6 +15,8 @@ import (
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/parser"
 	"golang.org/x/sys/unix"
+
+	"github.com/toolcall-lab/lab/model"
 )
 
 // This file is the engine itself: it runs in the sandbox process (child.go)
@@ -246,9 +248,22 @@ func missingSentence(missing []string) string {
 type CallError struct {
 	Kind    CallErrorKind
 	Message string
+	dead    bool // the sandbox was killed or ended with it
 }
 
 func (e *CallError) Error() string { return e.Message }
+
+// Unwrap is model.ErrStop when the program cannot be run further: a spent
+// budget (one call's or the submission's), its memory cap, or a sandbox
+// that ended. The checker then stops at once instead of playing (and
+// shrinking) on a program that only fails the same way again.
+func (e *CallError) Unwrap() error {
+	switch {
+	case e.dead, e.Kind == TooLong, e.Kind == OutOfTime, e.Kind == OutOfMemory, e.Kind == Crashed:
+		return model.ErrStop
+	}
+	return nil
+}
 
 // CallErrorKind says which way a call failed.
 type CallErrorKind uint8

@@ -233,6 +233,12 @@ func TestHostileProgramsEndAsErrors(t *testing.T) {
 			if ce.Kind != tc.kind || !strings.Contains(ce.Message, tc.inMessage) {
 				t.Fatalf("%s: kind %d, %q; want kind %d saying %q", tc.call, ce.Kind, ce.Message, tc.kind, tc.inMessage)
 			}
+			// A spent budget or memory cap stops the check (model.ErrStop);
+			// a throw, a wrong result or a deep recursion is the program's answer.
+			stops := tc.kind == TooLong || tc.kind == OutOfMemory
+			if errors.Is(err, model.ErrStop) != stops {
+				t.Fatalf("%s: errors.Is(err, model.ErrStop) = %v, want %v", tc.call, !stops, stops)
+			}
 			s.Close()
 			t.Logf("%s: %s (used %v, sandbox peak RSS %d MiB)", tc.file, ce.Message, s.Used(), s.PeakRSS()>>20)
 		})
@@ -271,6 +277,9 @@ func TestTotalBudgetRunsOut(t *testing.T) {
 			t.Fatalf("Receive = %v", err)
 		}
 		kinds = append(kinds, ce.Kind)
+		if !errors.Is(err, model.ErrStop) {
+			t.Fatalf("Receive = %v (kind %d), which does not stop the check", err, ce.Kind)
+		}
 		if ce.Kind == OutOfTime {
 			break
 		}

@@ -17,6 +17,8 @@ type AddrConfig struct {
 	JoinBurst int
 	MissRate  float64 // join requests a second for a code that names no class
 	MissBurst int
+	CodeRate  float64 // programs submitted for the code check a second
+	CodeBurst int
 	// MaxEntries bounds the addresses the table remembers; past it the
 	// idle ones are forgotten at once rather than at the next Prune.
 	MaxEntries int
@@ -43,6 +45,7 @@ type addrState struct {
 	authFail *rate.Limiter
 	joins    *rate.Limiter // join requests
 	misses   *rate.Limiter // join requests for a code that names no class
+	codes    *rate.Limiter // programs submitted for the code check
 }
 
 // NewAddrTable returns an empty table.
@@ -62,6 +65,7 @@ func (t *AddrTable) get(addr string) *addrState {
 			authFail: rate.NewLimiter(rate.Every(t.cfg.AuthEvery), t.cfg.AuthBurst),
 			joins:    rate.NewLimiter(rate.Limit(t.cfg.JoinRate), t.cfg.JoinBurst),
 			misses:   rate.NewLimiter(rate.Limit(t.cfg.MissRate), t.cfg.MissBurst),
+			codes:    rate.NewLimiter(rate.Limit(t.cfg.CodeRate), t.cfg.CodeBurst),
 		}
 		t.m[addr] = a
 	}
@@ -80,7 +84,8 @@ func (t *AddrTable) pruneLocked(now time.Time) {
 	for k, a := range t.m {
 		if a.conns == 0 && a.sessions == 0 &&
 			a.newConns.TokensAt(now) >= float64(t.cfg.ConnBurst) && a.authFail.TokensAt(now) >= float64(t.cfg.AuthBurst) &&
-			a.joins.TokensAt(now) >= float64(t.cfg.JoinBurst) && a.misses.TokensAt(now) >= float64(t.cfg.MissBurst) {
+			a.joins.TokensAt(now) >= float64(t.cfg.JoinBurst) && a.misses.TokensAt(now) >= float64(t.cfg.MissBurst) &&
+			a.codes.TokensAt(now) >= float64(t.cfg.CodeBurst) {
 			delete(t.m, k)
 		}
 	}
@@ -165,4 +170,12 @@ func (t *AddrTable) AuthFailed(addr string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.get(addr).authFail.Allow()
+}
+
+// AllowCode spends one of addr's allowance of programs submitted for the
+// code check, or says it has submitted too many lately.
+func (t *AddrTable) AllowCode(addr string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.get(addr).codes.Allow()
 }

@@ -12,6 +12,7 @@ func testAddrs(maxEntries int) *AddrTable {
 		AuthEvery: time.Second, AuthBurst: 2,
 		JoinRate: 1, JoinBurst: 4,
 		MissRate: 0.5, MissBurst: 2,
+		CodeRate: 0.5, CodeBurst: 2,
 		MaxEntries: maxEntries,
 	})
 }
@@ -132,4 +133,22 @@ func keys(a *AddrTable) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestAddrTableCodes: an address's allowance of code submissions runs out
+// at its burst and is its own.
+func TestAddrTableCodes(t *testing.T) {
+	t.Parallel()
+	a := testAddrs(100)
+	for i := range 2 {
+		if !a.AllowCode("a") {
+			t.Fatalf("submission %d refused within the burst", i+1)
+		}
+	}
+	if a.AllowCode("a") {
+		t.Fatal("a third submission at once was allowed past a burst of 2")
+	}
+	if !a.AllowCode("b") {
+		t.Fatal("another address's submission was refused")
+	}
 }

@@ -1,0 +1,452 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolcall-lab/lab/internal/diagramsvg"
+	"github.com/toolcall-lab/lab/internal/jsclient"
+	"github.com/toolcall-lab/lab/internal/limit"
+	"github.com/toolcall-lab/lab/model"
+)
+
+// Write the client (docs/code.md, "In the server"): a student's submitCode
+// frame is a change like any other (decided, appended, applied, published),
+// and its check runs off the session's drain path, in the Server's checker.
+// The result is a cache of model.Check(source, seed, cases): never stored,
+// computed again after a restart and on every replica, so all agree.
+
+// codeState is a session's code check as its frames show it. Owned by the
+// session's drainer; row and failure, copied from it, are guarded by
+// session.mu.
+type codeState struct {
+	in     model.CodeInput // what the result is (or will be) of; Submissions 0: none
+	result *model.Result   // nil while checking
+	line   int             // a syntax error's place, 0 when unknown
+	column int
+	// json is the "code" object as encoded (encoded), "" before the
+	// first submission: kept, so a change of something else costs none.
+	json string
+	// bucket is the session's allowance of submissions (codeSessionRate).
+	bucket limit.Bucket
+	made   bool // bucket is made
+}
+
+// set makes in the input shown, as being checked.
+func (c *codeState) set(in model.CodeInput) {
+	c.in, c.result, c.line, c.column = in, nil, 0, 0
+	c.json = c.encoded()
+}
+
+// codeFrame is the state frame's "code" object (docs/protocol.md).
+type codeFrame struct {
+	Submission int `json:"submission"`
+	model.Result
+	Line   int `json:"line,omitempty"`
+	Column int `json:"column,omitempty"`
+}
+
+// codeRow is the overview row's "code" (docs/instructor.md).
+type codeRow struct {
+	Submissions int            `json:"submissions"`
+	Status      string         `json:"status"`
+	Cases       int            `json:"cases"`
+	Passed      int            `json:"passed"`
+	Property    model.Property `json:"property,omitempty"`
+}
+
+const codeChecking = "checking"
+
+// encoded is the "code" object as JSON, "" before the first submission.
+func (c *codeState) encoded() string {
+	if c.in.Submissions == 0 {
+		return ""
+	}
+	f := codeFrame{Submission: c.in.Submissions, Line: c.line, Column: c.column}
+	if c.result != nil {
+		f.Result = *c.result
+	} else {
+		f.Status, f.Seed = codeChecking, c.in.Seed
+	}
+	return string(mustJSON(f))
+}
+
+// row is the overview's code cell, nil before the first submission.
+func (c *codeState) row() *codeRow {
+	if c.in.Submissions == 0 {
+		return nil
+	}
+	r := &codeRow{Submissions: c.in.Submissions, Status: codeChecking}
+	if res := c.result; res != nil {
+		r.Status, r.Cases, r.Passed = res.Status, res.Cases, res.Passed
+		if res.Failure != nil {
+			r.Property = res.Failure.Property
+		}
+	}
+	return r
+}
+
+// failure is the shrunk failing trace shown, nil when there is none.
+func (c *codeState) failure() *model.Failure {
+	if c.result == nil {
+		return nil
+	}
+	return c.result.Failure
+}
+
+// admitCode is the drainer's gate for a submission: the session's and the
+// client address's allowances; it picks the campaign's seed, which the
+// event then carries.
+func (s *session) admitCode(p *pending) error {
+	now := time.Now()
+	if !s.code.made {
+		s.code.bucket, s.code.made = limit.NewBucket(codeSessionRate, codeSessionBurst), true
+	}
+	if !s.code.bucket.Allow(now) {
+		return fmt.Errorf("%w: at most %d at once, then one every %v in a session", errCodeRate, codeSessionBurst, time.Duration(float64(time.Second)/codeSessionRate))
+	}
+	if p.from != nil && !s.allowCode(p.from.remote) {
+		return fmt.Errorf("%w from your network", errCodeRate)
+	}
+	p.cmd.Seed = rand.Uint64N(model.MaxSeed)
+	return nil
+}
+
+// codeChanged follows a code event the drainer applied (decided here or
+// read from the log): the result shown is of an older input, so the
+// session shows "checking" and asks the checker. Called by the drainer
+// before it encodes the change.
+func (s *session) codeChanged(ev model.Event) {
+	if ev.Kind != model.CodeSubmitted && ev.Kind != model.CaseAdded {
+		return
+	}
+	in := s.lab.Code()
+	if in.Submissions == 0 {
+		return // a case, with nothing to check yet
+	}
+	s.code.set(in)
+	s.check(s, in)
+}
+
+// codeChecked hands a finished check to the session, through its inbox,
+// so that the drainer (who owns the encoder) shows it. Called by the
+// checker's worker.
+func (s *session) codeChecked(in model.CodeInput, out checkOutcome) {
+	s.submit(pending{control: codeResult, code: &checkDone{in: in, out: out}})
+}
+
+// takeCodeResult shows a finished check, unless the session has moved on
+// to another input since (a newer submission or case: its own check is
+// queued). Called by the drainer.
+func (s *session) takeCodeResult(d *checkDone) {
+	if !d.in.Same(s.code.in) || s.code.result != nil {
+		return
+	}
+	res := d.out.result
+	s.code.result, s.code.line, s.code.column = &res, d.out.line, d.out.column
+	s.code.json = s.code.encoded()
+	s.republish()
+	s.changed()
+}
+
+// codeOf is the session's code cell and failing trace, as of its last
+// frame.
+func (s *session) codeOf() (*codeRow, *model.Failure) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.row.Code, s.codeFailure
+}
+
+// checker runs the code checks of a Server's sessions, one at a time (the
+// engine runs one sandbox at a time in the process), in the order asked.
+// A session waits in it at most once: a newer input replaces the one it
+// waits with, so the queue is bounded by the sessions held.
+//
+// Ownership: mu guards queue, waiting, running and stopped. The worker
+// goroutine is started by enqueue when none runs, and exits when the queue
+// is empty or stop is called; stop (Shutdown, Restart) cancels the check
+// under way and waits for it.
+type checker struct {
+	budget   jsclient.Budget
+	deadline time.Duration
+	log      *slog.Logger
+	ctx      context.Context
+	cancel   context.CancelFunc
+
+	mu      sync.Mutex
+	queue   []*session
+	waiting map[*session]model.CodeInput
+	running bool
+	stopped bool
+	worker  sync.WaitGroup
+}
+
+func newChecker(log *slog.Logger) *checker {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &checker{
+		budget: jsclient.DefaultBudget(), deadline: codeCheckDeadline, log: log,
+		ctx: ctx, cancel: cancel, waiting: make(map[*session]model.CodeInput),
+	}
+}
+
+// enqueue asks for a check of s's input in; it never waits.
+func (k *checker) enqueue(s *session, in model.CodeInput) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.stopped {
+		return
+	}
+	if _, ok := k.waiting[s]; !ok {
+		k.queue = append(k.queue, s)
+	}
+	k.waiting[s] = in
+	if !k.running {
+		k.running = true
+		k.worker.Add(1)
+		go k.work()
+	}
+}
+
+// stop cancels the check under way, forgets the waiting ones and waits for
+// the worker to exit.
+func (k *checker) stop() {
+	k.mu.Lock()
+	k.stopped = true
+	k.queue, k.waiting = nil, map[*session]model.CodeInput{}
+	k.mu.Unlock()
+	k.cancel()
+	k.worker.Wait()
+}
+
+func (k *checker) work() {
+	defer k.worker.Done()
+	for {
+		k.mu.Lock()
+		if k.stopped || len(k.queue) == 0 {
+			k.running = false
+			k.mu.Unlock()
+			return
+		}
+		s := k.queue[0]
+		k.queue[0] = nil
+		k.queue = k.queue[1:]
+		in := k.waiting[s]
+		delete(k.waiting, s)
+		k.mu.Unlock()
+		out := k.run(in)
+		if k.ctx.Err() != nil {
+			continue // stopping: the result is of no one's use; the loop exits
+		}
+		s.codeChecked(in, out)
+	}
+}
+
+// checkOutcome is a finished check: the result, and a syntax error's place.
+type checkOutcome struct {
+	result       model.Result
+	line, column int
+}
+
+// checkDone is a finished check on its way to the session's drainer.
+type checkDone struct {
+	in  model.CodeInput
+	out checkOutcome
+}
+
+// run checks one input under the deadline: past it (or on stop) the
+// sandbox is closed, which ends the check at its next call.
+func (k *checker) run(in model.CodeInput) checkOutcome {
+	ctx, cancel := context.WithTimeout(k.ctx, k.deadline)
+	defer cancel()
+	started := time.Now()
+	base := model.Result{Status: model.CodeError, Seed: in.Seed}
+	newClient, sub, err := jsclient.Load(ctx, in.Source, k.budget)
+	if err != nil {
+		var se *jsclient.SourceError
+		switch {
+		case errors.As(err, &se):
+			base.Error = se.Message
+			return checkOutcome{result: base, line: se.Line, column: se.Column}
+		case ctx.Err() != nil:
+			base.Error = fmt.Sprintf("The lab was too busy to check the program within %v; check it again.", k.deadline)
+		default:
+			k.log.Warn("starting a code check", "err", err)
+			base.Error = "The lab could not run the check; check the program again."
+		}
+		return checkOutcome{result: base}
+	}
+	unhook := context.AfterFunc(ctx, sub.Close)
+	res := model.Check(newClient, in.Seed, in.Cases)
+	unhook()
+	sub.Close()
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		res.Status, res.Error = model.CodeError, fmt.Sprintf("The check took longer than %v and was stopped.", k.deadline)
+	}
+	k.log.Debug("code check", "status", res.Status, "cases", res.Cases, "passed", res.Passed,
+		"took", time.Since(started), "used", sub.Used(), "peakRSS", sub.PeakRSS())
+	return checkOutcome{result: res}
+}
+
+// ---- the routes ------------------------------------------------------------------
+
+// studentFailureSVG answers GET /lab/:id/code/failure.svg: the student's
+// own failing trace (the session's address is the grant, as for its
+// diagram).
+func (s *Server) studentFailureSVG(c echo.Context) error {
+	id, err := sessionID(c)
+	if err != nil {
+		return err
+	}
+	return s.failureSVG(c, id)
+}
+
+// sessionFailureSVG answers GET /api/sessions/:id/code/failure.svg.
+func (s *Server) sessionFailureSVG(c echo.Context) error {
+	id, err := s.grantedSession(c)
+	if err != nil {
+		return err
+	}
+	return s.failureSVG(c, id)
+}
+
+// failureSVG draws session id's shrunk failing trace, each frame a tick.
+func (s *Server) failureSVG(c echo.Context, id string) error {
+	sess, ok := s.find(id)
+	if !ok {
+		return fmt.Errorf("%w %s", errUnknownSession, id)
+	}
+	_, f := sess.codeOf()
+	if f == nil {
+		return errNoFailure
+	}
+	d, err := model.DiagramOfTrace(f.Frames, model.Limits{})
+	if err != nil {
+		return err // a shrunk trace plays on a new session: a defect, answered 500
+	}
+	return answerSVG(c, diagramsvg.Render(d, diagramsvg.Options{}))
+}
+
+// addCases answers POST /api/code/cases: an instructor's case added to the
+// target sessions' suites (an event in each log), which re-checks their
+// latest submission; a result per session, as /api/inject answers.
+func (s *Server) addCases(c echo.Context) error {
+	r := c.Request()
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		return errNotJSON
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, s.cfg.MaxFrameBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return requestErrorf(http.StatusRequestEntityTooLarge, "request body size in bytes limit reached (at most %d)", s.cfg.MaxFrameBytes)
+		}
+		return badRequest("reading the request body failed")
+	}
+	req, cs, err := decodeCaseRequest(body)
+	if err != nil {
+		return err
+	}
+	if err := s.injectAllowed(c, req); err != nil {
+		return err
+	}
+	results := s.submitEach(req, model.Command{Kind: model.AddCase, By: model.Instructor, Case: &cs})
+	applied := 0
+	for _, res := range results {
+		if res.Applied {
+			applied++
+		}
+	}
+	out := struct {
+		Applied int            `json:"applied"`
+		Results []injectResult `json:"results"`
+		Error   string         `json:"error,omitempty"`
+	}{applied, results, ""}
+	if !req.all && req.class == "" && len(results) == 1 && results[0].Reason == "unknown_session" {
+		out.Error = results[0].Error
+		return c.JSON(http.StatusNotFound, out)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// decodeCaseRequest is the one place POST /api/code/cases bodies are
+// decoded:
+//
+//	{"name": "<case name>", "frames": [<client frames>],
+//	 "sessions": ["<id>", …] | "class": "<id>" | "all": true}
+//
+// Each frame is decoded as the student's WebSocket frames are
+// (decodeFrame), and the trace checked as the checker will play it.
+func decodeCaseRequest(body []byte) (injectRequest, model.Case, error) {
+	var in struct {
+		Name     *string           `json:"name"`
+		Frames   []json.RawMessage `json:"frames"`
+		Sessions []string          `json:"sessions"`
+		All      bool              `json:"all"`
+		Class    *string           `json:"class"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return injectRequest{}, model.Case{}, badRequest("the body is not a valid case request: %v", err)
+	}
+	if dec.More() {
+		return injectRequest{}, model.Case{}, badRequest("the body must hold one JSON object")
+	}
+	req, err := decodeTargets(in.Sessions, in.All, in.Class)
+	if err != nil {
+		return req, model.Case{}, err
+	}
+	if in.Name == nil || strings.TrimSpace(*in.Name) == "" {
+		return req, model.Case{}, badRequest(`give the case a name in "name"`)
+	}
+	cs := model.Case{Name: strings.TrimSpace(*in.Name), Frames: make(model.Trace, 0, len(in.Frames))}
+	if len(in.Frames) > model.MaxCaseFrames {
+		return req, model.Case{}, badRequest("a case has at most %d frames, not %d", model.MaxCaseFrames, len(in.Frames))
+	}
+	for i, raw := range in.Frames {
+		cmd, err := decodeFrame(raw, model.Instructor)
+		if err != nil {
+			return req, model.Case{}, badRequest("frame %d: %v", i+1, err)
+		}
+		cs.Frames = append(cs.Frames, model.Command{Kind: cmd.Kind, Raw: cmd.Raw, Message: cmd.Message})
+	}
+	if err := model.ValidateTrace(cs.Frames); err != nil {
+		return req, model.Case{}, badRequest("the case cannot be played: %v", err)
+	}
+	// What the sessions' own checks refuse (the name's length and
+	// characters, the text's bytes) is refused here too, before any.
+	if _, err := model.NewLab().Decide(model.Command{Kind: model.AddCase, Case: &cs}, model.Limits{}); err != nil {
+		return req, model.Case{}, badRequest("%v", err)
+	}
+	return req, cs, nil
+}
+
+// codeColumns are the grades' code cells of session id, which made n
+// submissions (its log says): the result is the one the session shows, or
+// "checking" while the session has not shown the check of its latest.
+func (s *Server) codeColumns(id string, n int) []string {
+	if n == 0 {
+		return []string{"0", "", "", "", ""}
+	}
+	var row *codeRow
+	if sess, ok := s.find(id); ok {
+		row, _ = sess.codeOf()
+	}
+	if row == nil || row.Submissions != n || row.Status == codeChecking {
+		return []string{strconv.Itoa(n), codeChecking, "", "", ""}
+	}
+	return []string{strconv.Itoa(n), row.Status, strconv.Itoa(row.Passed), strconv.Itoa(row.Cases), string(row.Property)}
+}
