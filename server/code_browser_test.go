@@ -231,7 +231,7 @@ func TestBrowserCodeScreenshots(t *testing.T) {
 		}
 		t.Logf("wrote %s", path)
 	}
-	shoot(student, "code.png", 1280, 1400, `document.getElementById("code").scrollIntoView()`, false)
+	shoot(student, "code.png", 1280, 1300, `document.getElementById("code-status").scrollIntoView()`, false)
 	shoot(student, "code-360.png", 360, 1400, `document.getElementById("code-failure").scrollIntoView()`, true)
 	shoot(teacher, "code-console.png", 1280, 1000, `document.getElementById("progress").scrollIntoView()`, false)
 }
