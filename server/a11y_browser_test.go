@@ -82,6 +82,13 @@ func TestBrowserAccessibilityEveryPage(t *testing.T) {
 	l.deliver("deliver the deadline", 3, seedUnresolved, "Unresolved", seedUnresolvedDetail)
 	student.typeReply(`{"runId":`)
 	widths(student, "student page, busy", "", 360, 1280)
+	// Write the client: the panel open with the skeleton, then with a failure.
+	openCodePanel(student)
+	widths(student, "student page, code panel open, not checked", "", 360, 1280)
+	setCode(student, jsModule(t, "wrong/deadline-over-result.js"))
+	student.do("check a wrong module", chromedp.Click(chromedp.ID("code-check")))
+	waitJS(student, "the failure", `document.getElementById("code").dataset.status === "failed"`)
+	widths(student, "student page, code panel with a failure", `document.querySelector("#code-failure-svg > svg") !== null`, 360, 1280)
 
 	p.do("the class console", chromedp.Navigate(ts.URL+"/instructor/classes/"+cl.ID))
 	waitJS(p, "five students", consoleReady+` && document.querySelectorAll("#overview-body > tr").length === 5`)

@@ -37,6 +37,7 @@ import {
 } from "./dom.js";
 import { initProgress, renderProgress, stopProgress } from "./progress.js";
 import { DiagramView } from "./diagram.js";
+import { codeWatched, initCodeCases } from "./codeboard.js";
 
 // MAX_TIMELINE is how many timeline entries the console keeps: as many as the
 // server keeps per session (maxTimeline in server/instructor.go), so a long
@@ -405,6 +406,7 @@ function renderWatched(s) {
   setText(ui.watchedName, str(s.name) || shortId(str(s.session)));
   setText(ui.watchedOption, `The session shown below (${str(s.name) || shortId(str(s.session))})`);
   diagram.changed(num(s.seq));
+  codeWatched(s);
   setText(ui.run, str(call.runId));
   setText(ui.call, str(call.callId));
   setText(ui.status, str(call.status));
@@ -485,9 +487,10 @@ function showInjectionFields() {
 }
 ui.injection.addEventListener("change", showInjectionFields);
 
-function injectionBody() {
+// targetBody is the request's targets for an "Into" choice (the inject
+// form's and the code case form's): {body} or {error}.
+function targetBody(target) {
   const body = {};
-  const target = ui.target.value;
   if (target === "all" && scope) body.class = scope;
   else if (target === "all") body.sessions = [...state.rows.keys()];
   else if (target === "watched") body.sessions = state.watching ? [state.watching] : [];
@@ -495,6 +498,12 @@ function injectionBody() {
   if ((body.sessions ?? [1]).length === 0) {
     return { error: target === "watched" ? "Choose a session in the table first." : "Select at least one session." };
   }
+  return { body };
+}
+
+function injectionBody() {
+  const { body, error } = targetBody(ui.target.value);
+  if (error) return { error };
   body.mode = document.querySelector('input[name="mode"]:checked')?.value ?? "hold";
   const what = ui.injection.value;
   if (what === "raw") body.raw = ui.raw.value;
@@ -629,4 +638,11 @@ ui.deleteIdle.addEventListener("click", () =>
 showInjectionFields();
 restoreView();
 initProgress();
+initCodeCases({
+  targets: targetBody,
+  label: (id) => {
+    const row = state.rows.get(id);
+    return row ? label(row) : shortId(id);
+  },
+});
 live.connect();

@@ -44,6 +44,7 @@ import {
   renderExercise,
 } from "./exercise.js";
 import { diagramSection } from "./diagram.js";
+import { codeRefused, initCode, renderCode } from "./code.js";
 
 // PREDICTION_REQUIRED is what the page says when the class requires a
 // prediction and a delivery had none (the error frame's reason
@@ -335,6 +336,7 @@ function receive(frame) {
     // A refused frame: whatever this tab was waiting for will not come.
     endStartHold();
     mine.queued.shift();
+    codeRefused(frame);
     if (frame.reason === "prediction_required") showError(PREDICTION_REQUIRED);
     else showError(str(frame.error) || "The server refused the last action.");
   }
@@ -370,6 +372,7 @@ function render(state) {
   renderDraft(str(state.draft));
   renderName(str(state.name));
   renderExercise(state);
+  renderCode(state);
 }
 
 // announce says what the new state adds: the instructor's messages and
@@ -870,6 +873,7 @@ if (observing) {
   for (const id of ["start", "main"]) byId(id).inert = true;
 }
 initExercise();
+initCode(byId("code"), { sessionId, send: (frame) => send(frame, "Check") });
 if (sessionId === "") {
   showConnection("waiting", "Not connected");
   showError("This page needs a session address such as /lab/<id>. Use “New session” to get one.");

@@ -12,6 +12,7 @@
 
 import { misconceptionChart } from "./diagram.js";
 import { byId, classPath, classScope, el, KeyedList, list, num, setData, setText, str } from "./dom.js";
+import { codeCells, codeHeaders, codeSummaryBox, drawCodeSummary } from "./codeboard.js";
 
 const STEPS = 9;
 const REFRESH_MS = 5000; // how often the times on a step move on between frames
@@ -64,7 +65,7 @@ export function initProgress() {
     th.scope = "col";
     head.append(th);
   }
-  for (const text of ["Time on step", "Stuck", "Predictions right"]) head.append(el("th", "", text));
+  for (const text of ["Time on step", "Stuck", "Predictions right", ...codeHeaders]) head.append(el("th", "", text));
   const thead = el("thead");
   thead.append(head);
   board.body = el("tbody");
@@ -85,7 +86,7 @@ export function initProgress() {
   grades.id = "grades-link";
   const gradesLine = el("p");
   gradesLine.append(grades);
-  section.replaceChildren(heading, board.distribution, mHeading, board.chart, board.misconceptions, board.misconceptionsEmpty, scroll, gradesLine);
+  section.replaceChildren(heading, board.distribution, codeSummaryBox(), mHeading, board.chart, board.misconceptions, board.misconceptionsEmpty, scroll, gradesLine);
   board.rows = new KeyedList(board.body, { make: makeRow, update: updateRow });
 
   // The steps' goals as the columns' titles.
@@ -132,6 +133,7 @@ function draw() {
     .sort((a, b) => label(a).localeCompare(label(b)) || (str(a.id) < str(b.id) ? -1 : 1));
   board.rows.render(rows, (r) => str(r.id) || undefined);
   drawSummary(frame?.exercise ?? {});
+  drawCodeSummary(rows);
 }
 
 function drawSummary(sum) {
@@ -185,8 +187,9 @@ function makeRow(id) {
   const time = el("td", "time");
   const stuck = el("td", "stuck");
   const accuracy = el("td", "accuracy");
-  tr.append(time, stuck, accuracy);
-  return { el: tr, name, steps, time, stuck, accuracy };
+  const code = codeCells();
+  tr.append(time, stuck, accuracy, ...code.tds);
+  return { el: tr, name, steps, time, stuck, accuracy, code };
 }
 
 function updateRow(dom, row) {
@@ -213,6 +216,7 @@ function updateRow(dom, row) {
   setData(dom.el, "stuck", stuck ? "true" : "false");
   const p = row.predictions ?? {};
   setText(dom.accuracy, num(p.made) > 0 ? `${num(p.right)} of ${num(p.made)}` : "none yet");
+  dom.code.update(row);
 }
 
 // duration is a time span as "4 min 05 s" or "45 s".

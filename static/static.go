@@ -10,7 +10,9 @@ import "embed"
 // for a class, join.html the template of /join and /j/{code}), and the
 // stylesheets and scripts they load from /static/<name>; dom.js is the module
 // of helpers the scripts share, exercise.js the student's exercise panel and
-// progress.js the console's progress board.
+// progress.js the console's progress board; code.js the student's "Write the client"
+// panel and codeboard.js the console's code board, with the editor vendored
+// under vendor/ (vendor/README.md says what and from where).
 //
-//go:embed lab.html lab.css lab.js dom.js exercise.js exercise.css progress.js diagram.js diagram.css instructor.html instructor-login.html instructor.css instructor.js instructor-login.js join.html join.css projector.html projector.css projector.js classes.js classtitle.js
+//go:embed lab.html lab.css lab.js dom.js exercise.js exercise.css progress.js diagram.js diagram.css instructor.html instructor-login.html instructor.css instructor.js instructor-login.js join.html join.css projector.html projector.css projector.js classes.js classtitle.js code.js code.css codeboard.js vendor
 var Files embed.FS

@@ -1,0 +1,699 @@
+// The student page's "Write the client" panel (issue 33, docs/code.md "The
+// page"): the student writes the seed's ToolCall module (begin, receive,
+// expire, view) in a code editor, Check sends it to the lab
+// ({"type":"submitCode"} over the page's one socket), and the state frame's
+// "code" says how it did: the cases passed, the seed, an error with its line
+// marked in the editor, and the first failure step by step with the failing
+// step highlighted, drawn by the server (GET /lab/{id}/code/failure.svg,
+// shown as the session diagram is, diagram.js).
+//
+// The editor is CodeMirror 5, vendored under vendor/ (no build step); its
+// 400 KB are loaded only when the panel is first opened, so the free lab
+// stays as light as it was. Until then (or if it cannot load) a plain
+// textarea holds the code. The draft lives in localStorage per session, so a
+// reload keeps it. All text goes through textContent.
+//
+// lab.js calls initCode once, renderCode with every state and codeRefused
+// with every error frame.
+
+import { el, list, num, setData, setText, str } from "./dom.js";
+import { DiagramView } from "./diagram.js";
+
+const VENDOR = "/static/vendor/codemirror-5.65.21";
+// The protocol's limit on a submission (docs/protocol.md): a larger one is
+// refused here with the reason, not sent.
+const MAX_SOURCE_BYTES = 64 * 1024;
+// A check that has not come back in this long (a lost connection) no longer
+// holds Check off.
+const CHECK_HOLD_MS = 30_000;
+const SAVE_MS = 300;
+
+// SKELETON is what the editor starts with: the four functions with the
+// seed's shapes, loading but failing most cases, each saying what it must do.
+export const SKELETON = `// Your ToolCall module: the lab calls these four functions exactly as the
+// seed's main.js does, and compares what view and the notices show with its
+// own model after every step. Plain JavaScript or the seed's compiled
+// ReScript (an ES module ending in export { ... }, no imports).
+// A call value is yours: the lab never looks inside it, only at view(call).
+
+// begin: a new call for runId and callId, Pending, with no result yet.
+export function begin(runId, callId) {
+  return { runId, callId, status: "Pending", detail: "" };
+}
+
+// receive: raw is the reply's text as it was queued. Return { call, notice }.
+// - text that JSON.parse refuses: the call unchanged, with the notice
+//   "Invalid JSON: could not parse message."
+// - JSON that is not an object with string runId and callId and either
+//   kind "completed" with a string output or kind "rejected" with a string
+//   reason: unchanged, "Invalid reply: expected string identifiers and a
+//   completed output or rejected reason."
+// - identifiers that are not exactly this call's: unchanged,
+//   "Ignored reply: different call identity."
+// - a call already Completed or Rejected: unchanged,
+//   "Ignored reply: final outcome already recorded."
+// - otherwise (Pending or Unresolved): a NEW call, Completed with the output
+//   ("Accepted completion.") or Rejected with the reason ("Accepted
+//   rejection."). Never change the call you were given.
+export function receive(call, raw) {
+  // TODO: parse, decode, compare the identifiers, apply the transition.
+  return { call, notice: "Ignored reply: different call identity." };
+}
+
+// expire: a deadline observed for runId and callId (what view showed when
+// it was queued). Return { call, notice }.
+// - identifiers that are not this call's: unchanged,
+//   "Ignored deadline: different call identity."
+// - Pending: a NEW call, Unresolved,
+//   "Unresolved: deadline observed without a final reply."
+// - Unresolved: unchanged, "Still unresolved: no final reply."
+// - Completed or Rejected: unchanged,
+//   "Ignored deadline: final outcome already recorded."
+export function expire(call, runId, callId) {
+  // TODO: compare the identifiers and apply the transition.
+  return { call, notice: "Ignored deadline: different call identity." };
+}
+
+// view: what the page shows, four strings. status is "Pending",
+// "Completed", "Rejected" or "Unresolved"; detail is "" while Pending, the
+// output or the reason once final, and for Unresolved
+// "No final reply observed. A matching late reply can still resolve this call."
+export function view(call) {
+  return { runId: call.runId, callId: call.callId, status: call.status, detail: call.detail };
+}
+`;
+
+const STATUS_WORDS = {
+  checking: "Checking…",
+  passed: "Passed",
+  failed: "Failed",
+  error: "Error",
+};
+
+const panel = {
+  send: null, // (frame) => bool, lab.js's send
+  key: "", // the localStorage key of this session's draft
+  section: null,
+  toggle: null,
+  summary: null,
+  body: null,
+  textarea: null,
+  editor: null, // the CodeMirror instance, once loaded
+  loading: null, // the promise of the editor's scripts
+  check: null,
+  keysNote: null,
+  status: null,
+  error: null,
+  failure: null,
+  failureTitle: null,
+  property: null,
+  steps: null, // the failing trace's <tbody>
+  diff: null, // the failing step in full
+  svgBox: null,
+  svgStatus: null,
+  svgView: null,
+  svgKey: "", // the failure the drawing was asked for
+  svgSeq: 0,
+  own: null,
+  ownList: null,
+  dialog: null,
+  waiting: null, // { submission, timer } while this tab's check is out
+  marked: null, // the editor line handle marked as the error's
+  last: null, // the last state's code
+  lastKey: "", // its JSON, to tell a new result from the one shown
+  saveTimer: 0,
+  leaving: false, // Esc was pressed in the editor: the next Tab leaves it
+};
+
+// initCode builds the panel into section (an empty <section id="code">).
+// send(frame) sends a frame on the page's socket and returns whether it did;
+// sessionId names the draft and the failure's drawing.
+export function initCode(section, { send, sessionId }) {
+  if (!section || !sessionId) return;
+  panel.send = send;
+  panel.section = section;
+  panel.key = `lab.code.${sessionId}`;
+
+  const heading = el("h2", "code-heading");
+  const toggle = el("button", "disclosure");
+  toggle.type = "button";
+  toggle.id = "code-toggle";
+  toggle.setAttribute("aria-expanded", "false");
+  toggle.setAttribute("aria-controls", "code-panel");
+  toggle.append(el("span", "", "Write the client"));
+  panel.summary = el("span", "code-summary");
+  panel.summary.id = "code-summary";
+  toggle.append(panel.summary);
+  heading.append(toggle);
+  panel.toggle = toggle;
+
+  const body = el("div", "code-panel");
+  body.id = "code-panel";
+  body.hidden = true;
+  panel.body = body;
+  const intro = el(
+    "p",
+    "hint",
+    "Write the module the seed's lesson is about: begin, receive, expire and view in JavaScript. Check plays the walkthrough's nine steps and a few hundred random traces on your module and on the lab's own model, and compares what they show and say after every step.",
+  );
+  const label = el("label", "code-label", "Your ToolCall module (JavaScript)");
+  label.htmlFor = "code-source";
+  label.id = "code-label";
+  panel.textarea = el("textarea", "code-source");
+  panel.textarea.id = "code-source";
+  panel.textarea.spellcheck = false;
+  panel.textarea.setAttribute("autocomplete", "off");
+  panel.textarea.setAttribute("autocapitalize", "off");
+  panel.textarea.setAttribute("aria-describedby", "code-keys");
+  panel.textarea.value = loadDraft();
+  const editorBox = el("div", "code-editor");
+  editorBox.id = "code-editor";
+  editorBox.append(panel.textarea);
+  panel.keysNote = el(
+    "p",
+    "hint",
+    "In the editor Tab indents; to leave the editor press Esc, then Tab (or Shift+Tab). Ctrl+Enter checks.",
+  );
+  panel.keysNote.id = "code-keys";
+
+  const actions = el("div", "actions");
+  panel.check = el("button", "", "Check");
+  panel.check.type = "button";
+  panel.check.id = "code-check";
+  panel.check.setAttribute("aria-keyshortcuts", "Control+Enter");
+  const reset = el("button", "", "Reset to the skeleton");
+  reset.type = "button";
+  reset.id = "code-reset";
+  actions.append(panel.check, reset);
+
+  panel.status = el("p", "code-status");
+  panel.status.id = "code-status";
+  panel.status.setAttribute("role", "status");
+  panel.error = el("p", "code-error");
+  panel.error.id = "code-error";
+  panel.error.hidden = true;
+
+  body.append(intro, label, editorBox, panel.keysNote, actions, panel.status, panel.error, buildFailure(sessionId), buildOwn());
+  panel.dialog = buildDialog();
+  section.setAttribute("aria-labelledby", "code-toggle");
+  section.replaceChildren(heading, body, panel.dialog);
+  section.hidden = false;
+
+  toggle.addEventListener("click", () => setOpen(body.hidden));
+  panel.check.addEventListener("click", check);
+  reset.addEventListener("click", () => panel.dialog.showModal());
+  panel.textarea.addEventListener("input", saveSoon);
+  panel.textarea.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      check();
+    }
+  });
+  window.addEventListener("pagehide", saveNow);
+  if (readStore(`${panel.key}.open`) === "true") setOpen(true);
+  renderSummary();
+}
+
+function buildFailure(sessionId) {
+  const box = el("div", "code-failure");
+  box.id = "code-failure";
+  box.hidden = true;
+  panel.failureTitle = el("h3", "", "The first failure");
+  panel.failureTitle.id = "code-failure-title";
+  panel.property = el("p", "code-property");
+  panel.property.id = "code-property";
+  const hint = el(
+    "p",
+    "hint",
+    "The shortest trace the lab found that still fails, frame by frame: up to the highlighted step your module and the lab's model agree; at that step they differ.",
+  );
+  const table = el("table", "code-steps");
+  table.id = "code-steps-table";
+  const caption = el("caption", "visually-hidden", "The failing trace, step by step");
+  const head = el("tr");
+  for (const text of ["Step", "Frame", "Model and module"]) {
+    const th = el("th", "", text);
+    th.scope = "col";
+    head.append(th);
+  }
+  const thead = el("thead");
+  thead.append(head);
+  panel.steps = el("tbody");
+  panel.steps.id = "code-steps";
+  table.append(caption, thead, panel.steps);
+  const scroll = el("div", "scroll code-steps-scroll");
+  scroll.tabIndex = 0;
+  scroll.setAttribute("role", "region");
+  scroll.setAttribute("aria-labelledby", "code-failure-title");
+  scroll.append(table);
+  // The differing step in full: the model's side and the module's, side by
+  // side on a wide screen, one under the other on a phone.
+  panel.diff = el("div", "code-diff");
+  panel.diff.id = "code-diff";
+  const drawn = el("h4", "", "The failure drawn");
+  drawn.id = "code-failure-drawn";
+  panel.svgBox = el("div", "diagram-scroll");
+  panel.svgBox.id = "code-failure-svg";
+  panel.svgBox.tabIndex = 0;
+  panel.svgBox.setAttribute("role", "region");
+  panel.svgBox.setAttribute("aria-labelledby", "code-failure-drawn");
+  panel.svgStatus = el("p", "diagram-status");
+  panel.svgStatus.id = "code-failure-svg-status";
+  panel.svgStatus.setAttribute("role", "status");
+  panel.svgView = new DiagramView(panel.svgBox, {
+    status: (t) => setText(panel.svgStatus, t.replace("the session", "the failure")),
+    active: false,
+  });
+  panel.svgView.show(`/lab/${encodeURIComponent(sessionId)}/code/failure.svg`);
+  box.append(panel.failureTitle, panel.property, hint, scroll, panel.diff, drawn, panel.svgBox, panel.svgStatus);
+  panel.failure = box;
+  return box;
+}
+
+function buildOwn() {
+  panel.own = el("div", "code-own");
+  panel.own.hidden = true;
+  const h = el("h3", "", "Your instructor's cases");
+  h.id = "code-own-heading";
+  panel.ownList = el("ul");
+  panel.ownList.id = "code-own";
+  panel.ownList.setAttribute("aria-labelledby", h.id);
+  panel.own.append(h, panel.ownList);
+  return panel.own;
+}
+
+function buildDialog() {
+  const d = el("dialog", "code-dialog");
+  d.id = "code-reset-dialog";
+  d.setAttribute("aria-labelledby", "code-reset-title");
+  const title = el("h2", "", "Reset to the skeleton?");
+  title.id = "code-reset-title";
+  const text = el("p", "", "Your code in the editor is replaced by the skeleton of the four functions, and this draft is gone. Results already checked stay.");
+  const actions = el("div", "actions");
+  const yes = el("button", "", "Replace my code with the skeleton");
+  yes.type = "button";
+  yes.id = "code-reset-yes";
+  const no = el("button", "", "Keep my code");
+  no.type = "button";
+  no.id = "code-reset-no";
+  actions.append(yes, no);
+  d.append(title, text, actions);
+  yes.addEventListener("click", () => {
+    d.close();
+    setSource(SKELETON);
+    saveNow();
+    focusEditor();
+  });
+  no.addEventListener("click", () => d.close());
+  return d;
+}
+
+// ---- opening, the editor --------------------------------------------------
+
+function setOpen(open) {
+  panel.body.hidden = !open;
+  panel.toggle.setAttribute("aria-expanded", String(open));
+  writeStore(`${panel.key}.open`, String(open));
+  panel.svgView.setActive(open && !panel.failure.hidden);
+  if (open) loadEditor().then(() => panel.editor?.refresh());
+}
+
+// loadEditor loads CodeMirror's scripts once (classic scripts, from this
+// server: the CSP allows them) and replaces the textarea with the editor.
+// If they fail, the textarea stays and works.
+function loadEditor() {
+  if (panel.loading) return panel.loading;
+  panel.loading = loadScript(`${VENDOR}/lib/codemirror.js`)
+    .then(() => loadScript(`${VENDOR}/mode/javascript/javascript.js`))
+    .then(makeEditor)
+    .catch(() => setText(panel.status, "The code editor could not be loaded; the plain text box works the same."));
+  return panel.loading;
+}
+
+function loadScript(src) {
+  return new Promise((resolve, reject) => {
+    const s = document.createElement("script");
+    s.src = src;
+    s.addEventListener("load", resolve);
+    s.addEventListener("error", () => reject(new Error(`${src} did not load`)));
+    document.head.append(s);
+  });
+}
+
+function makeEditor() {
+  const CM = window.CodeMirror;
+  if (!CM) throw new Error("no CodeMirror");
+  const editor = CM.fromTextArea(panel.textarea, {
+    mode: "javascript",
+    lineNumbers: true,
+    indentUnit: 2,
+    tabSize: 2,
+    gutters: ["code-error-gutter", "CodeMirror-linenumbers"],
+    // On a phone long lines wrap rather than scroll sideways.
+    lineWrapping: window.matchMedia("(max-width: 40rem)").matches,
+    // contenteditable lets a screen reader read the text as it is.
+    inputStyle: "contenteditable",
+    screenReaderLabel: "Your ToolCall module (JavaScript). Esc then Tab leaves the editor.",
+    extraKeys: {
+      Esc: () => {
+        panel.leaving = true;
+      },
+      Tab: (cm) => cm.execCommand(cm.somethingSelected() ? "indentMore" : "insertSoftTab"),
+      "Shift-Tab": (cm) => cm.execCommand("indentLess"),
+      "Ctrl-Enter": () => check(),
+      "Cmd-Enter": () => check(),
+    },
+  });
+  // After Esc, a Tab is left to the browser, which moves the focus on
+  // (codemirrorIgnore keeps every keymap of the editor out of it).
+  editor.on("keydown", (_cm, event) => {
+    if (event.key === "Tab" && panel.leaving) {
+      event.codemirrorIgnore = true;
+      panel.leaving = false;
+    } else if (!["Escape", "Shift"].includes(event.key)) {
+      panel.leaving = false;
+    }
+  });
+  editor.on("blur", () => {
+    panel.leaving = false;
+  });
+  editor.on("changes", saveSoon);
+  // The label names the editor's input too.
+  editor.getInputField().setAttribute("aria-describedby", "code-keys");
+  document.getElementById("code-label")?.addEventListener("click", () => editor.focus());
+  panel.editor = editor;
+  window.labCodeEditor = editor; // for the browser tests and the curious
+  if (panel.last) markError(panel.last);
+}
+
+function source() {
+  return panel.editor ? panel.editor.getValue() : panel.textarea.value;
+}
+
+function setSource(text) {
+  if (panel.editor) panel.editor.setValue(text);
+  else panel.textarea.value = text;
+}
+
+function focusEditor(line) {
+  if (panel.editor) {
+    if (line) panel.editor.setCursor({ line: line - 1, ch: 0 });
+    panel.editor.focus();
+  } else {
+    panel.textarea.focus();
+  }
+}
+
+// ---- the draft --------------------------------------------------------------
+
+function readStore(key) {
+  try {
+    return localStorage.getItem(key);
+  } catch {
+    return null; // storage off: the draft lives as long as the page
+  }
+}
+
+function writeStore(key, value) {
+  try {
+    localStorage.setItem(key, value);
+  } catch {
+    // full or off: nothing to do but keep the page working
+  }
+}
+
+function loadDraft() {
+  return readStore(`${panel.key}.draft`) ?? SKELETON;
+}
+
+function saveSoon() {
+  clearTimeout(panel.saveTimer);
+  panel.saveTimer = setTimeout(saveNow, SAVE_MS);
+}
+
+function saveNow() {
+  clearTimeout(panel.saveTimer);
+  panel.saveTimer = 0;
+  if (panel.section) writeStore(`${panel.key}.draft`, source());
+}
+
+// ---- checking ---------------------------------------------------------------
+
+function check() {
+  if (panel.waiting) return;
+  const text = source();
+  saveNow();
+  const bytes = new TextEncoder().encode(text).length;
+  if (bytes > MAX_SOURCE_BYTES) {
+    setText(panel.status, `Not checked: your module is ${bytes} bytes, more than the ${MAX_SOURCE_BYTES} the lab takes.`);
+    return;
+  }
+  if (!panel.send({ type: "submitCode", source: text })) return;
+  const timer = setTimeout(endWait, CHECK_HOLD_MS);
+  panel.waiting = { submission: num(panel.last?.submission), timer };
+  panel.check.setAttribute("aria-disabled", "true");
+  setData(panel.section, "checking", "true");
+  setText(panel.status, "Checking…");
+}
+
+function endWait() {
+  if (!panel.waiting) return;
+  clearTimeout(panel.waiting.timer);
+  panel.waiting = null;
+  panel.check.removeAttribute("aria-disabled");
+  setData(panel.section, "checking", "false");
+}
+
+// codeRefused takes an error frame: a check this tab is waiting for will not
+// come (a source over the limit, too many checks); lab.js shows the words.
+export function codeRefused(frame) {
+  if (!panel.waiting) return;
+  endWait();
+  setText(panel.status, `Not checked: ${str(frame?.error) || "the lab refused the check."}`);
+}
+
+// ---- the result -------------------------------------------------------------
+
+// renderCode takes a state frame and shows its "code" result; a state
+// whose code is the one shown changes nothing (most states are other
+// actions), so a focused control in the result stays.
+export function renderCode(state) {
+  if (!panel.section) return;
+  const code = state?.code && typeof state.code === "object" ? state.code : null;
+  if (panel.waiting && code && num(code.submission) > panel.waiting.submission && code.status !== "checking") endWait();
+  const key = JSON.stringify(code);
+  const fresh = key !== panel.lastKey;
+  panel.last = code;
+  panel.lastKey = key;
+  renderSummary();
+  if (panel.waiting) setText(panel.status, "Checking…");
+  else if (!code) setText(panel.status, "Not checked yet.");
+  else setText(panel.status, statusSentence(code));
+  if (!fresh) return;
+  setData(panel.section, "status", code ? str(code.status) : "");
+  const error = str(code?.error);
+  panel.error.hidden = error === "";
+  if (error) fillError(error, errorLine(code));
+  else panel.error.replaceChildren();
+  markError(code);
+  showFailure(code && (code.status === "failed" || code.status === "error") ? code.failure : null, code);
+  showOwn(list(code?.own));
+}
+
+function statusSentence(code) {
+  const n = num(code.submission);
+  const which = n > 0 ? `Submission ${n}: ` : "";
+  const cases = `${num(code.passed)} of ${num(code.cases)} cases passed (seed ${num(code.seed)})`;
+  switch (code.status) {
+    case "checking":
+      return `${which}checking…`;
+    case "passed":
+      return `${which}passed: ${cases}.`;
+    case "failed":
+      return `${which}failed: ${cases}.`;
+    case "error":
+      return num(code.cases) > 0 ? `${which}error: ${cases}.` : `${which}error: the module could not be checked.`;
+    default:
+      return `${which}${str(code.status)}`;
+  }
+}
+
+function renderSummary() {
+  const code = panel.last;
+  let text = "";
+  if (panel.waiting || code?.status === "checking") text = "checking…";
+  else if (code) text = `${(STATUS_WORDS[str(code.status)] ?? str(code.status)).toLowerCase()}, ${num(code.passed)} of ${num(code.cases)} cases`;
+  setText(panel.summary, text ? ` (${text})` : "");
+}
+
+// errorLine is the 1-based line the result blames: the frame's line for a
+// syntax error, else the first "line N" its error names; 0 if none.
+function errorLine(code) {
+  if (num(code.line) > 0) return num(code.line);
+  const m = /\bline (\d+)/.exec(`${str(code.error)} ${str(code.failure?.got?.error)}`);
+  return m ? Number(m[1]) : 0;
+}
+
+function fillError(text, line) {
+  const parts = [el("strong", "", "Error: "), document.createTextNode(text)];
+  if (line > 0) {
+    const go = el("button", "link-button", `Go to line ${line}`);
+    go.type = "button";
+    go.id = "code-error-line";
+    go.addEventListener("click", () => {
+      if (panel.body.hidden) setOpen(true);
+      loadEditor().then(() => focusEditor(line));
+    });
+    parts.push(document.createTextNode(" "), go);
+  }
+  panel.error.replaceChildren(...parts);
+}
+
+// markError marks the line the result blames in the editor (a background
+// and a gutter sign), and unmarks the one before.
+function markError(code) {
+  const editor = panel.editor;
+  if (!editor) return;
+  if (panel.marked) {
+    editor.removeLineClass(panel.marked, "background", "code-error-line");
+    editor.setGutterMarker(panel.marked, "code-error-gutter", null);
+    panel.marked = null;
+  }
+  const line = code && (code.status === "error" || code.failure?.got?.error) ? errorLine(code) : 0;
+  if (line <= 0 || line > editor.lineCount()) return;
+  const sign = el("span", "code-error-sign", "!");
+  sign.title = str(code.error) || str(code.failure?.got?.error);
+  panel.marked = editor.addLineClass(line - 1, "background", "code-error-line");
+  editor.setGutterMarker(panel.marked, "code-error-gutter", sign);
+}
+
+// ---- the failure, step by step -------------------------------------------------
+
+function showFailure(failure, code) {
+  const f = failure && typeof failure === "object" ? failure : null;
+  panel.failure.hidden = f === null;
+  if (!f) {
+    panel.svgView.setActive(false);
+    panel.svgKey = "";
+    panel.steps.replaceChildren();
+    panel.diff.replaceChildren();
+    return;
+  }
+  setText(panel.failureTitle, `The first failure: ${str(f.case)}`);
+  const property = str(code?.property) || str(f.property);
+  setText(panel.property, property ? `The failure in words: ${property}.` : "");
+  const key = JSON.stringify([num(code?.submission), f]);
+  if (key !== panel.svgKey) {
+    panel.svgKey = key;
+    panel.steps.replaceChildren(...stepRows(f));
+    panel.svgSeq += 1;
+    panel.svgView.changed(panel.svgSeq);
+  }
+  panel.svgView.setActive(!panel.body.hidden);
+}
+
+// stepRows builds a row per frame of the failing trace, the frame in words
+// (the held messages numbered as the lab numbers them), and fills the
+// comparison of the failing step. Before it both agree; after it nothing
+// was played.
+function stepRows(f) {
+  const frames = list(f.frames);
+  const step = num(f.step);
+  let queued = 0;
+  const rows = frames.map((frame, i) => {
+    const tr = el("tr");
+    tr.dataset.step = String(i);
+    const n = el("th", "", String(i + 1));
+    n.scope = "row";
+    let what;
+    switch (frame?.type) {
+      case "start":
+        what = "Start a new run";
+        break;
+      case "queueReply":
+        queued += 1;
+        what = `Queue message ${queued}, a reply: ${str(frame.raw)}`;
+        break;
+      case "queueDeadline":
+        queued += 1;
+        what = `Queue message ${queued}, a deadline for the current call`;
+        break;
+      case "deliver":
+        what = `Deliver message ${num(frame.message)}`;
+        break;
+      default:
+        what = JSON.stringify(frame);
+    }
+    const frameCell = el("td", "code-frame", what);
+    const result = el("td", "code-same", i < step ? "Same" : "Not played");
+    if (i === step) {
+      tr.className = "code-differs";
+      tr.setAttribute("aria-current", "step");
+      result.className = "";
+      result.textContent = "Differ: see below";
+    }
+    tr.append(n, frameCell, result);
+    return tr;
+  });
+  const want = f.expected ?? {};
+  const have = f.got ?? {};
+  const model = el("div", "code-side-box");
+  model.append(el("h5", "", "The lab's model"));
+  fillSide(model, want.call, str(want.notice), null, have.call, have.notice);
+  const mine = el("div", "code-side-box");
+  mine.append(el("h5", "", "Your module"));
+  fillSide(mine, have.call, have.notice, have.error, want.call, str(want.notice));
+  const title = el("h4", "", `At step ${step + 1}, where they differ (the differences marked)`);
+  title.id = "code-diff-title";
+  const pair = el("div", "code-pair");
+  pair.append(model, mine);
+  panel.diff.replaceChildren(title, pair);
+  return rows;
+}
+
+// fillSide writes one side of the failing step: "Shows" (the view's four
+// fields) and "Says" (the notice), marking what differs from the other side.
+function fillSide(box, call, notice, error, otherCall, otherNotice) {
+  const dl = el("dl", "code-side");
+  const shows = el("dd");
+  if (call && typeof call === "object" && !Array.isArray(call)) {
+    const other = otherCall && typeof otherCall === "object" ? otherCall : {};
+    for (const field of ["runId", "callId", "status", "detail"]) {
+      const has = field in call;
+      const v = has ? JSON.stringify(call[field]) : "(missing)";
+      const line = el("span", "code-field");
+      line.append(document.createTextNode(`${field}: `));
+      const value = JSON.stringify(call[field]) === JSON.stringify(other[field]) ? document.createTextNode(v) : el("mark", "", v);
+      line.append(value);
+      shows.append(line);
+    }
+  } else {
+    shows.textContent = call === null || call === undefined ? "(no view)" : JSON.stringify(call);
+    if (JSON.stringify(call) !== JSON.stringify(otherCall)) shows.className = "code-marked";
+  }
+  dl.append(el("dt", "", "Shows"), shows);
+  const says = el("dd");
+  if (typeof notice === "string") {
+    if (notice === otherNotice) says.textContent = notice === "" ? "(empty)" : notice;
+    else says.append(el("mark", "", notice === "" ? "(empty)" : notice));
+  } else {
+    says.textContent = "(no notice)";
+  }
+  dl.append(el("dt", "", "Says"), says);
+  if (typeof error === "string" && error !== "") {
+    const dd = el("dd");
+    dd.append(el("mark", "", error));
+    dl.append(el("dt", "", "Error"), dd);
+  }
+  box.append(dl);
+}
+
+function showOwn(items) {
+  panel.own.hidden = items.length === 0;
+  const rows = items.map((c) => {
+    const li = el("li", c?.passed ? "passed" : "failed", `${str(c?.case)}: ${c?.passed ? "passes" : "fails"}`);
+    return li;
+  });
+  const same = rows.length === panel.ownList.children.length && rows.every((li, i) => li.textContent === panel.ownList.children[i].textContent);
+  if (!same) panel.ownList.replaceChildren(...rows);
+}
