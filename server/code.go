@@ -66,6 +66,9 @@ type codeRow struct {
 	Cases       int            `json:"cases"`
 	Passed      int            `json:"passed"`
 	Property    model.Property `json:"property,omitempty"`
+	// Own is how the program did on each of the instructor's own cases,
+	// so that the console says who passes one.
+	Own []model.CaseOutcome `json:"own,omitempty"`
 }
 
 const codeChecking = "checking"
@@ -91,7 +94,7 @@ func (c *codeState) row() *codeRow {
 	}
 	r := &codeRow{Submissions: c.in.Submissions, Status: codeChecking}
 	if res := c.result; res != nil {
-		r.Status, r.Cases, r.Passed = res.Status, res.Cases, res.Passed
+		r.Status, r.Cases, r.Passed, r.Own = res.Status, res.Cases, res.Passed, res.Own
 		if res.Failure != nil {
 			r.Property = res.Failure.Property
 		}
