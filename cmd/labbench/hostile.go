@@ -114,11 +114,17 @@ func (b *bench) hostile(ctx context.Context, t target) (m metrics, err error) {
 	m = metrics{}
 	for _, with := range order {
 		if !with {
-			r, err := b.class(ctx, srv, shape)
+			// Sampled as well: what the class alone adds to the lab.
+			var r *classResult
+			smp, err := sampling(ctx, srv, func() (err error) {
+				r, err = b.class(ctx, srv, shape)
+				return err
+			})
 			if err != nil {
 				return nil, fmt.Errorf("plain: %w", err)
 			}
 			m["last-tab p99 ms, plain"] = r.last.ms(99)
+			m["lab RSS growth MB, plain"] = kibToMB(smp.labPeak - smp.before)
 			continue
 		}
 		hm, err := b.withHostile(ctx, srv, shape, progs)
@@ -133,29 +139,19 @@ func (b *bench) hostile(ctx context.Context, t target) (m metrics, err error) {
 // withHostile runs the class while the hostile students submit, sampling
 // the lab's and its children's memory throughout.
 func (b *bench) withHostile(ctx context.Context, srv *server, shape classShape, progs []hostileProgram) (metrics, error) {
-	smp, err := newProcSampler(srv.cmd.Process.Pid)
-	if err != nil {
-		return nil, err
-	}
-	sampled := make(chan struct{})
-	sampleCtx, stopSampling := context.WithCancel(ctx)
-	defer stopSampling()
-	go func() {
-		defer close(sampled)
-		smp.run(sampleCtx, 20*time.Millisecond)
-	}()
-
 	h := &hostileStudent{programs: progs, every: b.hostileEvery, stop: make(chan struct{})}
-	var students sync.WaitGroup
+	var r *classResult
 	errs := make([]error, b.hostileSessions+1)
-	for i := range b.hostileSessions {
-		students.Go(func() { errs[i] = h.session(ctx, srv) })
-	}
-	r, err := b.class(ctx, srv, shape)
-	close(h.stop)
-	students.Wait() // their last checks end (each within the check's deadline)
-	stopSampling()
-	<-sampled
+	smp, err := sampling(ctx, srv, func() (err error) {
+		var students sync.WaitGroup
+		for i := range b.hostileSessions {
+			students.Go(func() { errs[i] = h.session(ctx, srv) })
+		}
+		r, err = b.class(ctx, srv, shape)
+		close(h.stop)
+		students.Wait() // their last checks end (each within the check's deadline)
+		return err
+	})
 	errs[b.hostileSessions] = err
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -186,6 +182,25 @@ func (b *bench) withHostile(ctx context.Context, srv *server, shape classShape, 
 		m["sandbox CPU max s"] = max(m["sandbox CPU max s"], c.cpu)
 	}
 	return m, nil
+}
+
+// sampling runs f while a procSampler samples srv and its children every
+// 20 ms; it returns the sampler, done.
+func sampling(ctx context.Context, srv *server, f func() error) (*procSampler, error) {
+	smp, err := newProcSampler(srv.cmd.Process.Pid)
+	if err != nil {
+		return nil, err
+	}
+	sampleCtx, stop := context.WithCancel(ctx)
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		smp.run(sampleCtx, 20*time.Millisecond)
+	}()
+	err = f()
+	stop()
+	<-sampled
+	return smp, err
 }
 
 func kibToMB(kib int64) float64 { return float64(kib) * 1024 / 1e6 }
@@ -466,6 +481,7 @@ func hostileRows(b *bench) []row {
 		{scenario: "hostile", metric: "sandboxes sampled"},
 		{scenario: "hostile", metric: "sandbox CPU max s"},
 		{scenario: "hostile", metric: "sandbox peak RSS MB"},
+		{scenario: "hostile", metric: "lab RSS growth MB, plain"},
 		{scenario: "hostile", metric: "lab RSS growth MB", goal: goal{def: 100, onLab: true},
 			headline: "hostile programs checked: the lab's RSS growth, MB"},
 		{scenario: "hostile", metric: "lab + sandbox RSS growth MB", goal: goal{def: 100, onLab: true},
