@@ -39,11 +39,17 @@ type bench struct {
 	labs           []string // lab configurations measured: default, memory, postgres
 	instructor     bool     // class: an instructor watches (lab only)
 	pgURL          string   // replicas: the PostgreSQL database both replicas share
-	self           string
-	stderr         io.Writer
+	// hostile: the hostile students' sessions; every: they go on until
+	// every program has been checked once; runs: hostile measurements so
+	// far (the order of plain and hostile alternates).
+	hostileSessions int
+	hostileEvery    bool
+	hostileRuns     int
+	self            string
+	stderr          io.Writer
 }
 
-var allScenarios = []string{"rtt", "class", "idle", "throughput", "course", "slow", "scale", "replicas"}
+var allScenarios = []string{"rtt", "class", "idle", "throughput", "course", "slow", "scale", "replicas", "hostile"}
 
 // allLabs are the lab's configurations: "default" is the lab started as the
 // README starts it (its SQLite file ./lab-data/lab.db, in a fresh temporary
@@ -84,7 +90,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*bench, error) {
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scen := fs.String("scenarios", "rtt,class,idle,throughput,course", "comma-separated scenarios: "+strings.Join(allScenarios, ", ")+" (scale is 5,000 connections, lab only, run once; replicas is the class on two lab replicas sharing -pg, lab only)")
+	scen := fs.String("scenarios", "rtt,class,idle,throughput,course", "comma-separated scenarios: "+strings.Join(allScenarios, ", ")+" (scale is 5,000 connections, lab only, run once; replicas is the class on two lab replicas sharing -pg, lab only; hostile is the class with and without hostile programs checked, lab only)")
 	labs := fs.String("labs", "default,memory,postgres", "comma-separated lab configurations: default (SQLite file, as the README starts it), memory (-data :memory:), postgres (one replica on a fresh database on -pg's server; rtt and throughput only, skipped without -pg)")
 	b := &bench{stderr: stderr}
 	fs.BoolVar(&b.fixed, "fixed-baseline", true, "also measure the baseline with fixed 2.6 KB frames (column fixed-baseline), issue 14's \"about 3 KB\", and judge the goals against it in a second table")
@@ -101,6 +107,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*b
 	fs.IntVar(&b.courseSessions, "course-sessions", 2000, "course: sessions (2 tabs each, an op each about every second, an instructor watching; the lab's per-address limits are raised to fit)")
 	fs.IntVar(&b.scaleTabs, "scale-tabs", 2, "scale: tabs per session")
 	fs.DurationVar(&b.scaleInterval, "scale-interval", 2*time.Second, "scale: time between one session's ops, ±50%")
+	fs.IntVar(&b.hostileSessions, "hostile-sessions", 10, "hostile: the hostile students' sessions, each submitting within its allowance (3 at once, one every 5 s); 10 are one address's allowance, 2 a second")
 	fs.StringVar(&b.labBin, "lab-bin", getenv("LABBENCH_LAB_BIN"), "lab binary to measure (default: go build ./cmd/lab into a temp dir)")
 	fs.StringVar(&b.pgURL, "pg", getenv("LAB_PG_URL"), "replicas: postgres:// URL of a scratch database both replicas use; the postgres lab makes a database of its own on its server (default $LAB_PG_URL)")
 	labFlags := fs.String("lab-flags", "", `extra lab flags, space-separated, e.g. "-data /tmp/x.db"`)
@@ -131,7 +138,11 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*b
 		def("idle", &b.idle, 100)
 		def("loops", &b.loops, 5)
 		def("course-sessions", &b.courseSessions, 100) // a small course: 2,000 take a minute a server
+		def("hostile-sessions", &b.hostileSessions, 1)
 	}
+	// In -short the hostile students stop with the class, a check or two
+	// in: a pass over every program takes seconds.
+	b.hostileEvery = !*short
 	if b.scenarios, err = list("-scenarios", *scen, allScenarios); err != nil {
 		return nil, err
 	}
@@ -147,8 +158,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*b
 	switch {
 	case b.duration <= 0 || b.classDuration <= 0 || b.interval <= 0 || b.scaleInterval <= 0:
 		return nil, errors.New("-duration, -class-duration and the intervals must be positive")
-	case b.sessions < 1 || b.courseSessions < 1 || b.tabs < 2 || b.idle < 1 || b.loops < 1 || b.reps < 1 || b.scaleSessions < 1 || b.scaleTabs < 2:
-		return nil, errors.New("-sessions, -idle, -loops, -reps and -scale-sessions must be at least 1, -tabs and -scale-tabs at least 2")
+	case b.sessions < 1 || b.courseSessions < 1 || b.tabs < 2 || b.idle < 1 || b.loops < 1 || b.reps < 1 || b.scaleSessions < 1 || b.scaleTabs < 2 || b.hostileSessions < 1:
+		return nil, errors.New("-sessions, -idle, -loops, -reps, -scale-sessions and -hostile-sessions must be at least 1, -tabs and -scale-tabs at least 2")
 	}
 	if slices.Contains(b.scenarios, "replicas") && b.pgURL == "" {
 		return nil, errors.New("the replicas scenario needs a PostgreSQL database: -pg or LAB_PG_URL")
@@ -266,9 +277,10 @@ func (b *bench) run(ctx context.Context, stdout io.Writer) error {
 				}
 				order = slices.DeleteFunc(order, func(t target) bool { return !isLab(t.name) })
 			}
-			if sc == "replicas" {
-				// Its own store (PostgreSQL), so one lab configuration
-				// stands for all; the baseline has no replicas.
+			if sc == "replicas" || sc == "hostile" {
+				// Replicas have their own store (PostgreSQL), and the code
+				// check never touches one, so one lab configuration stands
+				// for all; the baseline has neither.
 				order = slices.DeleteFunc(order, func(t target) bool { return t.name != b.labs[0] })
 			} else if !slices.Contains(pgLabScenarios, sc) {
 				order = slices.DeleteFunc(order, func(t target) bool { return t.name == postgresLab })
@@ -379,6 +391,8 @@ func (b *bench) measure(ctx context.Context, sc string, t target) (m metrics, er
 		return b.replicas(ctx, t)
 	case "course":
 		return b.course(ctx, t)
+	case "hostile":
+		return b.hostile(ctx, t)
 	}
 	srv, stop, err := launch(ctx, t)
 	if err != nil {
@@ -601,7 +615,7 @@ func rows(b *bench) []row {
 		{scenario: "scale", metric: scaleName, goal: goal{def: 100, onLab: true}, derived: func(r results, server string) (float64, bool) {
 			return r.median("scale", server, "last-tab p99 ms")
 		}, headline: fmt.Sprintf("scale: %d connections on %d sessions, last tab's p99 ms", b.scaleSessions*b.scaleTabs, b.scaleSessions)},
-	}, courseRows(b)...)
+	}, append(courseRows(b), hostileRows(b)...)...)
 }
 
 func (rw row) value(r results, server string) (float64, bool) {
