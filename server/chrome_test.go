@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -55,6 +56,7 @@ type browser struct {
 
 	mu       sync.Mutex
 	problems []string
+	expected []string       // problems a test causes on purpose (expectProblem)
 	readers  sync.WaitGroup // console readers, one per tab
 }
 
@@ -126,7 +128,9 @@ func newBrowser(t *testing.T) *tab {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		for _, p := range b.problems {
-			t.Errorf("page problem: %s", p)
+			if !slices.ContainsFunc(b.expected, func(e string) bool { return strings.Contains(p, e) }) {
+				t.Errorf("page problem: %s", p)
+			}
 		}
 	})
 	t.Cleanup(b.readers.Wait)
@@ -178,6 +182,14 @@ func (b *browser) watch(ctx context.Context, name string) *tab {
 		}
 	})
 	return &tab{b: b, t: b.t, name: name, ctx: ctx}
+}
+
+// expectProblem says that a console message holding what is the test's own
+// doing (a form refused with its 400 page), not a page problem.
+func (p *tab) expectProblem(what string) {
+	p.b.mu.Lock()
+	defer p.b.mu.Unlock()
+	p.b.expected = append(p.b.expected, what)
 }
 
 // do runs actions in the tab and fails the test if one fails.
