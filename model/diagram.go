@@ -7,7 +7,8 @@ import (
 
 // The session diagram: a space-time picture of a session, one lane for the
 // client (the student's page) and one per run, each held message drawn
-// leaving the lane of the run that was current when it was queued and
+// leaving the lane of the run it answers (the run a well-formed reply names,
+// else the run current when it was queued) and
 // arriving on the client's lane each time it was delivered. It is a fold
 // of the session's events through a Lab, so a live session, a replay, an
 // export and a checker's trace (DiagramOfTrace) give the same value.
@@ -58,7 +59,7 @@ type DiagramMessage struct {
 	Kind   MessageKind
 	From   Actor  // who queued it
 	Label  string // Message.Label: the reply's raw text, or "Deadline for run-1/lookup"
-	Lane   int    // the lane it leaves: the run current when it was queued
+	Lane   int    // the lane it leaves: the run a reply names, else the run current when it was queued
 	Seq    uint64
 	At     time.Time
 }
@@ -154,6 +155,23 @@ type DiagramBuilder struct {
 	d   Diagram
 }
 
+// replyLane is the lane a queued reply leaves: the run it names when it
+// is a well-formed reply for one of the session's runs so far (a stale
+// reply for run-1 queued during run-2 left run-1), else current, the run
+// current when it was queued (a reply that names no run of ours, or that
+// does not decode, belongs to no other).
+func replyLane(pr parsedReply, current int) int {
+	if pr.err != nil || pr.reply.Key.CallID != CallID {
+		return current
+	}
+	for k := 1; k <= current; k++ {
+		if pr.reply.Key.RunID == runID(k) {
+			return k
+		}
+	}
+	return current
+}
+
 // NewDiagramBuilder starts the diagram of a new session: the client's lane
 // and run-1's.
 func NewDiagramBuilder() *DiagramBuilder {
@@ -185,6 +203,9 @@ func (b *DiagramBuilder) Add(e DiagramEvent) error {
 		d.Lanes = append(d.Lanes, DiagramLane{Name: b.lab.call.Key.RunID, Start: e.Seq, StartAt: e.At, By: ev.By})
 	case MessageQueued, MessageInjected:
 		m := b.lab.queue[ev.Message.ID-1]
+		if m.Kind == ReplyMessage {
+			lane = replyLane(b.lab.decoded(m.ID), lane)
+		}
 		d.Messages = append(d.Messages, DiagramMessage{
 			ID: m.ID, Number: m.Number, Kind: m.Kind, From: m.From, Label: m.Label(), Lane: lane, Seq: e.Seq, At: e.At,
 		})

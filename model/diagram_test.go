@@ -286,3 +286,32 @@ func TestOutcomeOf(t *testing.T) {
 		t.Error("outcome names")
 	}
 }
+
+// TestDiagramReplyLeavesTheRunItNames: a reply leaves the lane of the run
+// it names (run-1's stale answer queued during run-2 left run-1); a reply
+// for no run of ours, for another call, or one that does not decode leaves
+// the run current when it was queued; a deadline always does.
+func TestDiagramReplyLeavesTheRunItNames(t *testing.T) {
+	trace := []Command{
+		start(), // run-2
+		queue(reply("run-1", "completed", "output", "Old answer")),
+		queue(reply("run-2", "completed", "output", "New answer")),
+		queue(reply("run-9", "completed", "output", "Nobody's")),
+		queue(`{"runId":"run-1","callId":"other","kind":"completed","output":"x"}`),
+		queue(`{`),
+		queueDeadline(),
+	}
+	d, err := DiagramOfTrace(trace, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int{1, 2, 2, 2, 2, 2}
+	if len(d.Messages) != len(want) {
+		t.Fatalf("%d messages, want %d", len(d.Messages), len(want))
+	}
+	for i, m := range d.Messages {
+		if m.Lane != want[i] {
+			t.Errorf("message %s leaves lane %d, want %d", m.Number, m.Lane, want[i])
+		}
+	}
+}
