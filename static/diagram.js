@@ -161,7 +161,7 @@ export function diagramSection(section, url) {
   const hint = el(
     "p",
     "hint",
-    "Your session as a picture: time runs left to right, the top row is your page (the client) and each run a row below it. Each line is a message, from the run it was queued in to the moment you delivered it, marked with what it did.",
+    "Your session as a picture: time runs left to right, the top row is your page (the client) and each run a row below it. Each line is a message, from the run it answers (the run a reply names, else the run it was queued in) to the moment you delivered it, marked with what it did.",
   );
   const box = el("div", "diagram-scroll");
   box.id = "diagram-box";
