@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/toolcall-lab/lab/internal/pgtest"
 	"github.com/toolcall-lab/lab/model"
 	"github.com/toolcall-lab/lab/server"
+	"github.com/toolcall-lab/lab/store"
 	"github.com/toolcall-lab/lab/store/postgres"
 )
 
@@ -341,4 +343,80 @@ func listenerPIDs(t *testing.T, cl *pgtest.Cluster) []int {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return cl.BackendPIDs(ctx, postgres.ListenerName)
+}
+
+// replyLost commits an append and then, while lose is set, reports its
+// deadline passed: a commit whose reply never came back.
+type replyLost struct {
+	store.Store
+	lose atomic.Bool
+}
+
+func (r *replyLost) Append(ctx context.Context, rec store.Record) error {
+	return lostReply(r.Store.Append(ctx, rec), &r.lose)
+}
+
+// lostReply is a committed append's result as the caller sees it when the
+// reply is lost: its deadline passed.
+func lostReply(err error, lose *atomic.Bool) error {
+	if err == nil && lose.Load() {
+		return fmt.Errorf("appending: %w", context.DeadlineExceeded)
+	}
+	return err
+}
+
+// TestFaultAppendOutcomeUnknown: a change whose append ran into its
+// deadline is refused, yet may be stored: the session reads the log, and
+// the tab that was refused is shown the change right after the refusal
+// (never a replica showing a change its client was only told was refused),
+// and the next change goes on top of it.
+func TestFaultAppendOutcomeUnknown(t *testing.T) {
+	t.Run("own store", func(t *testing.T) {
+		st := &replyLost{Store: store.NewMemory()}
+		_, ts := runLab(t, server.Config{Store: st, InstructorToken: testToken})
+		outcomeUnknown(t, ts, st, &st.lose)
+	})
+	t.Run("replicas", func(t *testing.T) {
+		pg, err := postgres.Open(context.Background(), pgtest.Database(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { pg.Close() })
+		st := &replyLostListener{Store: pg}
+		_, ts := runLab(t, server.Config{Store: st, InstructorToken: testToken})
+		outcomeUnknown(t, ts, st, &st.lose)
+	})
+}
+
+// replyLostListener is replyLost for a store shared by replicas.
+type replyLostListener struct {
+	*postgres.Store
+	lose atomic.Bool
+}
+
+func (r *replyLostListener) Append(ctx context.Context, rec store.Record) error {
+	return lostReply(r.Store.Append(ctx, rec), &r.lose)
+}
+
+func outcomeUnknown(t *testing.T, ts *httptest.Server, st store.Store, lose *atomic.Bool) {
+	id := newID()
+	c, _ := dial(t, ts, id)
+	c.do(queueReply("one"))
+	lose.Store(true)
+	c.send(queueReply("two"))
+	if f := c.refusal(); f.Reason != "store" {
+		t.Fatalf("refused with %q, want store", f.Reason)
+	}
+	f := c.state()
+	if f.Seq != 2 || len(f.Queue) != 2 || !strings.Contains(f.Queue[1].Label, "two") {
+		t.Fatalf("after the refusal the tab shows seq %d with %d held, want seq 2 with the refused change: %s", f.Seq, len(f.Queue), f.raw)
+	}
+	lose.Store(false)
+	if f := c.do(queueReply("three")); f.Seq != 3 {
+		t.Fatalf("the next change is at seq %d, want 3", f.Seq)
+	}
+	recs, err := st.Events(context.Background(), id)
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("the log holds %d records (%v), want 3", len(recs), err)
+	}
 }
