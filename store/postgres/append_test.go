@@ -347,7 +347,7 @@ func TestPostgresFrozenPastDeadlineStoresNothing(t *testing.T) {
 }
 
 // appendStatements are the statements an append runs.
-var appendStatements = []string{insertSessionsSQL, insertEventsSQL, insertSessionSQL, insertEventSQL, renameSessionSQL, notifySQL}
+var appendStatements = []string{insertSessionsSQL, insertEventsSQL, insertOneSQL}
 
 // TestPostgresRefusesWithinMargin: an append that reaches the database
 // less than commitMargin before its deadline is refused by the database
@@ -383,5 +383,26 @@ func TestPostgresRefusesWithinMargin(t *testing.T) {
 	}
 	if err := s.Append(ctx, x[0]); err != nil {
 		t.Fatalf("the same append without a deadline: %v", err)
+	}
+}
+
+// TestPostgresLoneFirstRename: a lone append (one statement) whose record
+// is its session's first and a rename names the session it creates, and
+// a lone append whose seq is taken is ErrSeqTaken.
+func TestPostgresLoneFirstRename(t *testing.T) {
+	t.Parallel()
+	s := openPG(t)
+	ctx := context.Background()
+	r := storetest.Sample("n")[6] // a rename
+	r.Seq = 1
+	if err := s.Append(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, r); !errors.Is(err, store.ErrSeqTaken) {
+		t.Fatalf("the same seq again: %v, want ErrSeqTaken", err)
+	}
+	infos, err := s.Sessions(ctx)
+	if err != nil || len(infos) != 1 || infos[0].Name != r.Event.Name {
+		t.Fatalf("sessions %+v (%v), want one named %q", infos, err, r.Event.Name)
 	}
 }
