@@ -8,14 +8,17 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/toolcall-lab/lab/internal/pgtest"
 	"github.com/toolcall-lab/lab/model"
 	"github.com/toolcall-lab/lab/server"
+	"github.com/toolcall-lab/lab/store"
 	"github.com/toolcall-lab/lab/store/postgres"
 )
 
@@ -341,4 +344,228 @@ func listenerPIDs(t *testing.T, cl *pgtest.Cluster) []int {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return cl.BackendPIDs(ctx, postgres.ListenerName)
+}
+
+// replyLost commits an append and then, while lose is set, reports its
+// deadline passed: a commit whose reply never came back.
+type replyLost struct {
+	store.Store
+	lose atomic.Bool
+}
+
+func (r *replyLost) Append(ctx context.Context, rec store.Record) error {
+	return lostReply(r.Store.Append(ctx, rec), &r.lose)
+}
+
+// lostReply is a committed append's result as the caller sees it when the
+// reply is lost: its deadline passed.
+func lostReply(err error, lose *atomic.Bool) error {
+	if err == nil && lose.Load() {
+		return fmt.Errorf("appending: %w", context.DeadlineExceeded)
+	}
+	return err
+}
+
+// TestFaultAppendOutcomeUnknown: a change whose append ran into its
+// deadline is refused, yet may be stored: the session reads the log, and
+// the tab that was refused is shown the change right after the refusal
+// (never a replica showing a change its client was only told was refused),
+// and the next change goes on top of it.
+func TestFaultAppendOutcomeUnknown(t *testing.T) {
+	t.Run("own store", func(t *testing.T) {
+		st := &replyLost{Store: store.NewMemory()}
+		_, ts := runLab(t, server.Config{Store: st, InstructorToken: testToken})
+		outcomeUnknown(t, ts, st, &st.lose)
+	})
+	t.Run("replicas", func(t *testing.T) {
+		pg, err := postgres.Open(context.Background(), pgtest.Database(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { pg.Close() })
+		st := &replyLostListener{Store: pg}
+		_, ts := runLab(t, server.Config{Store: st, InstructorToken: testToken})
+		outcomeUnknown(t, ts, st, &st.lose)
+	})
+}
+
+// replyLostListener is replyLost for a store shared by replicas.
+type replyLostListener struct {
+	*postgres.Store
+	lose atomic.Bool
+}
+
+func (r *replyLostListener) Append(ctx context.Context, rec store.Record) error {
+	return lostReply(r.Store.Append(ctx, rec), &r.lose)
+}
+
+func outcomeUnknown(t *testing.T, ts *httptest.Server, st store.Store, lose *atomic.Bool) {
+	id := newID()
+	c, _ := dial(t, ts, id)
+	c.do(queueReply("one"))
+	lose.Store(true)
+	c.send(queueReply("two"))
+	if f := c.refusal(); f.Reason != "store" {
+		t.Fatalf("refused with %q, want store", f.Reason)
+	}
+	f := c.state()
+	if f.Seq != 2 || len(f.Queue) != 2 || !strings.Contains(f.Queue[1].Label, "two") {
+		t.Fatalf("after the refusal the tab shows seq %d with %d held, want seq 2 with the refused change: %s", f.Seq, len(f.Queue), f.raw)
+	}
+	lose.Store(false)
+	if f := c.do(queueReply("three")); f.Seq != 3 {
+		t.Fatalf("the next change is at seq %d, want 3", f.Seq)
+	}
+	recs, err := st.Events(context.Background(), id)
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("the log holds %d records (%v), want 3", len(recs), err)
+	}
+}
+
+// TestFaultRestart: PostgreSQL is stopped (fast: connections cut) and
+// started again under load. /readyz is 503 while it is down and 200 soon
+// after it is back, the tabs' changes go through again, none is shown a
+// lower seq, and every seq a tab was shown is in the log.
+func TestFaultRestart(t *testing.T) {
+	cl := pgtest.NewCluster(t)
+	var log logBuffer
+	_, ts := faultLab(t, cl.URL, &log)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var wg sync.WaitGroup
+	tabs := make([]*loadTab, 4)
+	ids := make([]string, len(tabs))
+	for i := range tabs {
+		ids[i] = newID()
+		c, _ := dial(t, ts, ids[i])
+		tabs[i] = &loadTab{ws: c.ws}
+		tabs[i].run(ctx, t, &wg)
+	}
+	ready := watchReady(ctx, ts)
+	time.Sleep(700 * time.Millisecond)
+	stopped := time.Now()
+	cl.Stop()
+	time.Sleep(time.Second)
+	cl.Start()
+	started := time.Now()
+	before := make([]uint64, len(tabs))
+	for i, l := range tabs {
+		l.mu.Lock()
+		before[i] = l.acked
+		l.mu.Unlock()
+	}
+	time.Sleep(2 * time.Second)
+	stop()
+	wg.Wait()
+
+	down, ok := ready.first(stopped, false)
+	if !ok {
+		t.Fatal("/readyz never answered 503 while the database was stopped")
+	}
+	up, ok := ready.first(started, true)
+	if !ok {
+		t.Fatal("/readyz never answered 200 after the database started again")
+	}
+	t.Logf("/readyz: 503 %v after the stop began, 200 %v after the start returned; slowest answer %v",
+		down.Sub(stopped).Round(time.Millisecond), up.Sub(started).Round(time.Millisecond), ready.slowest.Round(time.Millisecond))
+	if d := up.Sub(started); d > time.Second+200*time.Millisecond {
+		t.Errorf("/readyz answered 200 only %v after the database was back, want within 1s", d)
+	}
+	refused := 0
+	for i, l := range tabs {
+		refused += l.store
+		if l.lost {
+			t.Errorf("tab %d: a change was never answered", i)
+		}
+		if len(l.other) > 0 {
+			t.Errorf("tab %d: unexpected frames: %.300q", i, l.other)
+		}
+		if l.lower {
+			t.Errorf("tab %d was shown a lower seq than it had", i)
+		}
+		if l.acked <= before[i] {
+			t.Errorf("tab %d: no change stored in the 2 s after the restart (seq %d)", i, l.acked)
+		}
+	}
+	t.Logf("%d changes refused with reason store across the restart", refused)
+	var log2 logBuffer
+	_, fresh := faultLab(t, cl.URL, &log2)
+	for i, l := range tabs {
+		if _, f := dial(t, fresh, ids[i]); f.Seq < l.acked {
+			t.Errorf("session %d: the log holds seq %d, the tab was shown %d", i, f.Seq, l.acked)
+		}
+	}
+}
+
+// TestFaultListenerTerminated: the listening backends are terminated
+// (pg_terminate_backend). The replica notices (the log says so once each
+// way, /readyz 200 again), listens again, and a tab on it shows the
+// changes made on the other replica meanwhile within 2 s.
+func TestFaultListenerTerminated(t *testing.T) {
+	cl := pgtest.NewCluster(t)
+	var logA, logB logBuffer
+	_, a := faultLab(t, cl.URL, &logA)
+	_, b := faultLab(t, cl.URL, &logB)
+	id := newID()
+	writer, _ := dial(t, a, id)
+	writer.do(`{"type":"start"}`)
+	reader, f := dial(t, b, id)
+	if f.Seq != 1 {
+		t.Fatalf("replica b shows seq %d, want 1", f.Seq)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	ready := watchReady(ctx, b)
+	time.Sleep(200 * time.Millisecond)
+	pids := listenerPIDs(t, cl)
+	if len(pids) != 2 {
+		t.Fatalf("%d listening backends, want 2", len(pids))
+	}
+	killed := time.Now()
+	conn, err := pgx.Connect(ctx, cl.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid`, pids); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	for i := range 20 {
+		writer.do(queueReply(fmt.Sprint("while unheard ", i)))
+	}
+	want := uint64(21)
+	var got uint64
+	deadline := time.Now().Add(2 * time.Second)
+	for got < want && time.Now().Before(deadline) {
+		rctx, cancel := context.WithDeadline(context.Background(), deadline)
+		_, data, err := reader.ws.Read(rctx)
+		cancel()
+		if err != nil {
+			break
+		}
+		var f stateFrame
+		if json.Unmarshal(data, &f) == nil && f.Type == "state" {
+			if f.Seq < got {
+				t.Errorf("replica b showed seq %d after %d", f.Seq, got)
+			}
+			got = max(got, f.Seq)
+		}
+	}
+	caught := time.Since(killed)
+	up, upOK := waitReady(ready, time.Now(), true, 2*time.Second)
+	down, downSeen := ready.first(killed, false)
+	t.Logf("the tab on b at seq %d (want %d) %v after the listeners were terminated; /readyz 503 seen: %v (%v after), 200 again: %v",
+		got, want, caught.Round(time.Millisecond), downSeen, down.Sub(killed).Round(time.Millisecond), upOK)
+	if got < want {
+		t.Errorf("the tab on replica b shows seq %d 2 s after its listener was terminated, want %d", got, want)
+	}
+	if !upOK {
+		t.Errorf("/readyz not 200 again after the listener was replaced (last %v)", up)
+	}
+	logs := logB.String()
+	for _, line := range []string{"listening to other replicas failing", "listening to other replicas working again"} {
+		if n := strings.Count(logs, line); n != 1 {
+			t.Errorf("%d log lines %q, want 1:\n%s", n, line, logs)
+		}
+	}
 }

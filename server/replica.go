@@ -190,6 +190,11 @@ func (s *Server) heard(ctx context.Context, ln *listener, id string, seq uint64)
 		return
 	}
 	sess, ok := s.find(id)
+	if ok && seq != 0 && seq <= sess.shownSeq() {
+		// This replica's own append, heard back (or a seq a catch-up
+		// read already): the session has it; no drainer, no read.
+		return
+	}
 	if seq == 0 {
 		if ok {
 			s.closeTabs([]*session{sess})
@@ -294,4 +299,12 @@ func (s *Server) resync(ctx context.Context, ln *listener) {
 			}
 		}
 	}
+}
+
+// shownSeq is the seq of the state the session's tabs were last handed:
+// a notification of a seq up to it has nothing to catch up.
+func (s *session) shownSeq() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.row.Seq
 }

@@ -455,11 +455,31 @@ func (s *session) apply(p pending) {
 			continue
 		}
 		if err != nil {
+			// A deadline that passed with the append under way leaves its
+			// outcome unknown: the database may have committed it and lost
+			// the reply (PostgreSQL refuses to commit past the deadline,
+			// but not a commit already made). The change is refused all the
+			// same, and if the record is in the log after all it is applied
+			// as another replica's would be, so every tab, this one
+			// included, is shown the change: with other replicas, its
+			// commit's notification (or the listener's resync, if that was
+			// lost too) has the session catch up, off this goroutine, which
+			// is often the tab's reader; with a store of its own, the
+			// drainer reads the log before the next change. The next
+			// change would find its seq taken and catch up in any case.
+			unknown := errors.Is(err, context.DeadlineExceeded)
 			if first {
-				s.unreserve(s)
+				s.unreserve(s) // and catchUp reserves again if it was stored
 			}
-			s.undoRename(ev, oldName)
+			if !unknown {
+				s.undoRename(ev, oldName)
+			}
 			s.refuse(p, failed(errCannotSave, "storing a change", err))
+			if unknown && !s.shared {
+				s.mu.Lock()
+				s.heard = max(s.heard, rec.Seq)
+				s.mu.Unlock()
+			}
 			return
 		}
 		if err := s.lab.Commit(change); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/toolcall-lab/lab/model"
 	"github.com/toolcall-lab/lab/store"
@@ -90,7 +91,20 @@ func (s *Store) Append(ctx context.Context, r store.Record) error {
 		s.lead()
 	}
 	for {
-		err = <-q.res
+		select {
+		case err = <-q.res:
+		case <-ctx.Done():
+			select {
+			case err = <-q.res:
+			default:
+				// Its batch may be committing (under a later caller's
+				// deadline): the caller is answered at its own, and the
+				// outcome is unknown to it (the session reads the log).
+				go s.abandon(q)
+				s.failed.Store(true)
+				return fmt.Errorf("appending session %s seq %d to %s: %w", r.Session, r.Seq, s.name, ctx.Err())
+			}
+		}
 		if err != errLead {
 			break
 		}
@@ -105,6 +119,22 @@ func (s *Store) Append(ctx context.Context, r store.Record) error {
 		return fmt.Errorf("appending session %s seq %d to %s: %w", r.Session, r.Seq, s.name, err)
 	}
 	return nil
+}
+
+// abandon stands in for the goroutine of a request whose caller stopped
+// waiting: it takes the request's result when its batch ends (by then its
+// deadline has passed, so that is soon) and leads the next commit if the
+// leadership comes to it, so the group commit never waits for a caller
+// that left. Started by Append; it exits with the result.
+func (s *Store) abandon(q *appendReq) {
+	for {
+		if err := <-q.res; err != errLead {
+			break
+		}
+		s.lead()
+	}
+	q.ctx, q.row = nil, store.Row{}
+	s.ap.reqs.Put(q)
 }
 
 // lead commits one batch of the queued requests: up to maxBatch, at most
@@ -176,15 +206,15 @@ func (s *Store) commit(batch []*appendReq) {
 	// race for the same new sessions wait for each other in turn, never
 	// in a cycle (a deadlock PostgreSQL would break after a second).
 	slices.SortFunc(batch, func(a, b *appendReq) int { return strings.Compare(a.row.Session, b.row.Session) })
-	ctx, cancel := batchContext(batch)
+	ctx, guard, cancel := batchContext(batch)
 	defer cancel()
-	taken, err := s.commitBatch(ctx, batch)
+	taken, err := s.commitBatch(ctx, guard, batch)
 	var pgErr *pgconn.PgError
-	if err != nil && len(batch) > 1 && errors.As(err, &pgErr) {
+	if err != nil && len(batch) > 1 && errors.As(err, &pgErr) && !errors.Is(err, ErrPastDeadline) {
 		for _, q := range batch {
 			one := []*appendReq{q}
-			ctx, cancel := batchContext(one)
-			taken, err := s.commitBatch(ctx, one)
+			ctx, guard, cancel := batchContext(one)
+			taken, err := s.commitBatch(ctx, guard, one)
 			cancel()
 			if err == nil && taken[0] {
 				err = store.ErrSeqTaken
@@ -209,19 +239,51 @@ func (s *Store) commit(batch []*appendReq) {
 // deadlines (none if one of them has none), and is cancelled by none of
 // them: a commit under way ends for all of them alike, and a caller whose
 // own deadline passed meanwhile still learns whether its record is stored.
-func batchContext(batch []*appendReq) (context.Context, context.CancelFunc) {
-	ctx := context.WithoutCancel(batch[0].ctx)
+// guard is the time past which the database itself refuses to commit the
+// batch (commitMargin before that deadline; not Valid without one).
+func batchContext(batch []*appendReq) (ctx context.Context, guard pgtype.Timestamptz, cancel context.CancelFunc) {
+	ctx = context.WithoutCancel(batch[0].ctx)
 	var last time.Time
 	for _, q := range batch {
 		d, ok := q.ctx.Deadline()
 		if !ok {
-			return context.WithCancel(ctx)
+			ctx, cancel = context.WithCancel(ctx)
+			return ctx, guard, cancel
 		}
 		if d.After(last) {
 			last = d
 		}
 	}
-	return context.WithDeadline(ctx, last)
+	guard = pgtype.Timestamptz{Time: last.Add(-commitMargin), Valid: true}
+	ctx, cancel = context.WithDeadline(ctx, last)
+	return ctx, guard, cancel
+}
+
+// commitMargin is how long before its caller's deadline a batch must have
+// reached its commit. Statements sent to a backend that stalls (stopped,
+// swapped out, waiting on a lock) would otherwise commit whenever it
+// resumes, long after the caller was told that its change was refused:
+// the guard in the statements (deadlineGuard) refuses them instead. The
+// margin covers the reply's way back and a small clock difference between
+// the lab's machine and the database's. A stall between the guard and the
+// commit itself leaves a window of microseconds: there the caller sees its
+// deadline pass and cannot know, and reads the log again (server/session.go).
+const commitMargin = 100 * time.Millisecond
+
+// ErrPastDeadline says that the database refused to commit an append it
+// ran after its deadline (commitMargin): it is not stored.
+var ErrPastDeadline = errors.New("not committed: the database ran it past its deadline")
+
+// deadlineMarker is deadlineGuard's refusal, in PostgreSQL's error message.
+const deadlineMarker = "lab: append past its deadline" // no quote: it goes into the SQL
+
+// pastDeadline is ErrPastDeadline for the guard's error, err otherwise.
+func pastDeadline(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "22P02" && strings.Contains(pgErr.Message, deadlineMarker) {
+		return ErrPastDeadline
+	}
+	return err
 }
 
 // columns are a batch's rows as one array per column, the parameters of
@@ -257,7 +319,17 @@ func text(s string) []byte {
 	return []byte(s)
 }
 
-const (
+// deadlineGuard, in an append's WHERE, is true until the parameter $n
+// (a timestamptz, NULL for none) and fails the statement, and so its
+// implicit transaction, once the database's clock is past it: a text that
+// is no integer (clock_timestamp() is volatile, so it is evaluated when the
+// statement runs, not when it is planned).
+func deadlineGuard(n int) string {
+	p := "$" + strconv.Itoa(n) + "::timestamptz"
+	return "(CASE WHEN " + p + " IS NULL OR clock_timestamp() < " + p + " THEN '1' ELSE '" + deadlineMarker + "' END)::int = 1"
+}
+
+var (
 	// A session's row comes with its first event. Another replica may
 	// have stored that first: its seq 1 then conflicts below.
 	insertSessionsSQL = `INSERT INTO sessions (id, created)
@@ -272,6 +344,7 @@ const (
 		INSERT INTO events (session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice, prediction)
 		SELECT * FROM unnest($3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::bigint[], $9::text[], $10::text[],
 			$11::bytea[], $12::bytea[], $13::bytea[], $14::bytea[], $15::bytea[], $16::text[])
+		WHERE ` + deadlineGuard(17) + `
 		ON CONFLICT DO NOTHING
 		RETURNING session, seq, kind, raw
 	), renamed AS (
@@ -286,14 +359,24 @@ const (
 	) AS chunks`
 
 	// A lone record (an append with no other waiting: the round trip of
-	// labbench's rtt) goes as plain statements, which cost PostgreSQL
-	// less than the arrays and the CTE; its unique violation is its seq
-	// taken.
-	insertSessionSQL = `INSERT INTO sessions (id, created) VALUES ($1, $2)`
-	insertEventSQL   = `INSERT INTO events (session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice, prediction)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
-	renameSessionSQL = `UPDATE sessions SET name = $1 WHERE id = $2`
-	notifySQL        = `SELECT pg_notify($1, $2)`
+	// labbench's rtt) goes as one statement, in autocommit: one round
+	// trip, one implicit transaction, and cheaper for PostgreSQL than the
+	// arrays (the CTEs see one snapshot, so a first record's session
+	// takes its name, if the record is a rename, in its insert). It
+	// returns a row when the record is stored, none when its seq is taken.
+	insertOneSQL = `WITH sess AS (
+		INSERT INTO sessions (id, created, name)
+		SELECT $1, $3, CASE WHEN $5 = $16 THEN $9::bytea ELSE ''::bytea END WHERE $2 = 1
+		ON CONFLICT DO NOTHING
+	), ins AS (
+		INSERT INTO events (session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice, prediction)
+		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 WHERE ` + deadlineGuard(15) + `
+		ON CONFLICT DO NOTHING
+		RETURNING session, seq, kind, raw
+	), renamed AS (
+		UPDATE sessions SET name = ins.raw FROM ins WHERE ins.kind = $16 AND sessions.id = ins.session
+	)
+	SELECT pg_notify($17, session || ' ' || seq) FROM ins`
 )
 
 // renamedKind is a rename's kind in the events table.
@@ -302,9 +385,9 @@ var renamedKind = store.Kind(model.Event{Kind: model.Renamed})
 // commitBatch stores the batch (at most one record per session) in one
 // implicit transaction and one round trip; taken[i] reports that batch[i]'s
 // seq was already stored, so it was not. An error means none was stored.
-func (s *Store) commitBatch(ctx context.Context, batch []*appendReq) (taken []bool, err error) {
+func (s *Store) commitBatch(ctx context.Context, guard pgtype.Timestamptz, batch []*appendReq) (taken []bool, err error) {
 	if len(batch) == 1 {
-		return s.commitOne(ctx, &batch[0].row)
+		return s.commitOne(ctx, guard, &batch[0].row)
 	}
 	c := &s.ap.cols
 	c.reset()
@@ -336,7 +419,7 @@ func (s *Store) commitBatch(ctx context.Context, batch []*appendReq) (taken []bo
 	}
 	b.Queue(insertEventsSQL, pgChannel, renamedKind,
 		c.session, c.seq, c.time, c.actor, c.kind, c.message, c.msgKind, c.msgFrom,
-		c.raw, c.keyRun, c.keyCall, c.run, c.notice, c.prediction)
+		c.raw, c.keyRun, c.keyCall, c.run, c.notice, c.prediction, guard)
 	br := s.pool.SendBatch(ctx, b)
 	if sessions {
 		_, err = br.Exec()
@@ -356,7 +439,7 @@ func (s *Store) commitBatch(ctx context.Context, batch []*appendReq) (taken []bo
 		err = cerr
 	}
 	if err != nil {
-		return nil, err
+		return nil, pastDeadline(err)
 	}
 	taken = make([]bool, len(batch))
 	for i, q := range batch {
@@ -366,25 +449,20 @@ func (s *Store) commitBatch(ctx context.Context, batch []*appendReq) (taken []bo
 	return taken, nil
 }
 
-// commitOne stores one record as commitBatch does, in plain statements.
-func (s *Store) commitOne(ctx context.Context, w *store.Row) (taken []bool, err error) {
-	b := &pgx.Batch{}
-	if w.Seq == 1 {
-		b.Queue(insertSessionSQL, w.Session, w.TimeMs)
-	}
-	b.Queue(insertEventSQL, w.Session, w.Seq, w.TimeMs, w.Actor, w.Kind, w.Message, w.MsgKind, w.MsgFrom,
-		w.Raw, text(w.KeyRun), text(w.KeyCall), text(w.Run), text(w.Notice), w.Prediction)
-	if w.Kind == renamedKind {
-		b.Queue(renameSessionSQL, w.Raw, w.Session)
-	}
-	b.Queue(notifySQL, pgChannel, w.Session+" "+strconv.FormatInt(w.Seq, 10))
-	err = s.pool.SendBatch(ctx, b).Close()
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation: sessions' or events' key
-		return []bool{true}, nil
+// commitOne stores one record as commitBatch does, in one statement.
+func (s *Store) commitOne(ctx context.Context, guard pgtype.Timestamptz, w *store.Row) (taken []bool, err error) {
+	rows, err := s.pool.Query(ctx, insertOneSQL, w.Session, w.Seq, w.TimeMs, w.Actor, w.Kind, w.Message, w.MsgKind, w.MsgFrom,
+		w.Raw, text(w.KeyRun), text(w.KeyCall), text(w.Run), text(w.Notice), w.Prediction, guard, renamedKind, pgChannel)
+	stored := false
+	if err == nil {
+		for rows.Next() {
+			stored = true
+		}
+		rows.Close()
+		err = rows.Err()
 	}
 	if err != nil {
-		return nil, err
+		return nil, pastDeadline(err)
 	}
-	return []bool{false}, nil
+	return []bool{!stored}, nil
 }

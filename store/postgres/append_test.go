@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/toolcall-lab/lab/internal/pgtest"
 	"github.com/toolcall-lab/lab/store"
 	"github.com/toolcall-lab/lab/store/storetest"
@@ -253,5 +255,154 @@ func TestPostgresBigBatchIsHeard(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("%d records not heard", len(want))
 		}
+	}
+}
+
+// TestPostgresFrozenPastDeadlineStoresNothing: appends whose statements
+// reach a frozen (SIGSTOP) PostgreSQL and are refused at their deadline
+// are not committed when it resumes, a lone one nor a batch: the
+// statements themselves refuse to commit past the deadline.
+func TestPostgresFrozenPastDeadlineStoresNothing(t *testing.T) {
+	cl := pgtest.NewCluster(t)
+	ctx := context.Background()
+	s, err := Open(ctx, cl.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	x, y, z := storetest.Sample("x"), storetest.Sample("y"), storetest.Sample("z")
+	for _, r := range []store.Record{x[0], y[0]} {
+		if err := s.Append(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Connections open before the freeze, so that every append below is
+	// sent (a new connection would wait for the frozen postmaster).
+	// They prepare every statement of an append now: a statement prepared
+	// on its first use would wait for the frozen backend before anything
+	// is sent.
+	var conns []*pgxpool.Conn
+	for range 3 {
+		c, err := s.pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range appendStatements {
+			if _, err := c.Conn().Prepare(ctx, q, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		c.Release()
+	}
+	cl.Freeze()
+	frozen := true
+	defer func() {
+		if frozen {
+			cl.Resume()
+		}
+	}()
+	const deadline = 300 * time.Millisecond
+	dctx, cancel := context.WithTimeout(ctx, deadline)
+	err = s.Append(dctx, x[1])
+	cancel()
+	if err == nil {
+		t.Fatal("an append to a frozen database succeeded")
+	}
+	t.Logf("lone append refused: %v", err)
+	dctx, cancel = context.WithTimeout(ctx, deadline)
+	batch := make([]*appendReq, 0, 2)
+	for _, r := range []store.Record{y[1], z[0]} {
+		w, err := store.Encode(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch = append(batch, &appendReq{ctx: dctx, row: w, res: make(chan error, 1)})
+	}
+	s.commit(slices.Clone(batch))
+	cancel()
+	for _, q := range batch {
+		if err := <-q.res; err == nil {
+			t.Fatal("a batch's append to a frozen database succeeded")
+		}
+	}
+	time.Sleep(deadline)
+	cl.Resume()
+	frozen = false
+	time.Sleep(time.Second) // the backends run what they were sent
+	for _, c := range []struct {
+		id   string
+		want int
+	}{{"x", 1}, {"y", 1}, {"z", 0}} {
+		recs, err := s.EventsAfter(ctx, c.id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != c.want {
+			t.Errorf("session %s holds %d records after the resume, want %d: a refused append was committed late", c.id, len(recs), c.want)
+		}
+	}
+}
+
+// appendStatements are the statements an append runs.
+var appendStatements = []string{insertSessionsSQL, insertEventsSQL, insertOneSQL}
+
+// TestPostgresRefusesWithinMargin: an append that reaches the database
+// less than commitMargin before its deadline is refused by the database
+// (ErrPastDeadline), alone or in a batch, and nothing of it is stored.
+func TestPostgresRefusesWithinMargin(t *testing.T) {
+	t.Parallel()
+	s := openPG(t)
+	ctx := context.Background()
+	x := storetest.Sample("x")
+	late, cancel := context.WithTimeout(ctx, commitMargin/2)
+	defer cancel()
+	if err := s.Append(late, x[0]); !errors.Is(err, ErrPastDeadline) {
+		t.Fatalf("a lone append within the margin: %v, want ErrPastDeadline", err)
+	}
+	batch := make([]*appendReq, 0, 2)
+	for _, r := range []store.Record{x[0], storetest.Sample("y")[0]} {
+		w, err := store.Encode(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch = append(batch, &appendReq{ctx: late, row: w, res: make(chan error, 1)})
+	}
+	s.commit(slices.Clone(batch))
+	for _, q := range batch {
+		if err := <-q.res; !errors.Is(err, ErrPastDeadline) {
+			t.Fatalf("a batch's append within the margin: %v, want ErrPastDeadline", err)
+		}
+	}
+	for _, id := range []string{"x", "y"} {
+		if recs, err := s.EventsAfter(ctx, id, 0); err != nil || len(recs) != 0 {
+			t.Errorf("session %s: %d records (%v), want none", id, len(recs), err)
+		}
+	}
+	if err := s.Append(ctx, x[0]); err != nil {
+		t.Fatalf("the same append without a deadline: %v", err)
+	}
+}
+
+// TestPostgresLoneFirstRename: a lone append (one statement) whose record
+// is its session's first and a rename names the session it creates, and
+// a lone append whose seq is taken is ErrSeqTaken.
+func TestPostgresLoneFirstRename(t *testing.T) {
+	t.Parallel()
+	s := openPG(t)
+	ctx := context.Background()
+	r := storetest.Sample("n")[6] // a rename
+	r.Seq = 1
+	if err := s.Append(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, r); !errors.Is(err, store.ErrSeqTaken) {
+		t.Fatalf("the same seq again: %v, want ErrSeqTaken", err)
+	}
+	infos, err := s.Sessions(ctx)
+	if err != nil || len(infos) != 1 || infos[0].Name != r.Event.Name {
+		t.Fatalf("sessions %+v (%v), want one named %q", infos, err, r.Event.Name)
 	}
 }
