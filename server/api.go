@@ -69,21 +69,31 @@ type injectResult struct {
 	Outcome string `json:"outcome,omitempty"`
 }
 
-// inject answers POST /api/inject: one injection into each target session,
-// each applied whole or not at all, with a result per session.
-func (s *Server) inject(c echo.Context) error {
+// jsonBody reads a POST's JSON body, at most MaxFrameBytes of it. The
+// content type is also what keeps other sites' forms out: they cannot send
+// it.
+func (s *Server) jsonBody(c echo.Context) ([]byte, error) {
 	r := c.Request()
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		// Also what keeps other sites' forms out: they cannot send this type.
-		return errNotJSON
+		return nil, errNotJSON
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, s.cfg.MaxFrameBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return requestErrorf(http.StatusRequestEntityTooLarge, "request body size in bytes limit reached (at most %d)", s.cfg.MaxFrameBytes)
+			return nil, requestErrorf(http.StatusRequestEntityTooLarge, "request body size in bytes limit reached (at most %d)", s.cfg.MaxFrameBytes)
 		}
-		return badRequest("reading the request body failed")
+		return nil, badRequest("reading the request body failed")
+	}
+	return body, nil
+}
+
+// inject answers POST /api/inject: one injection into each target session,
+// each applied whole or not at all, with a result per session.
+func (s *Server) inject(c echo.Context) error {
+	body, err := s.jsonBody(c)
+	if err != nil {
+		return err
 	}
 	req, err := decodeInjectRequest(body, s.cfg.Limits)
 	if err != nil {

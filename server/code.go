@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -346,17 +345,9 @@ func (s *Server) failureSVG(c echo.Context, id string) error {
 // target sessions' suites (an event in each log), which re-checks their
 // latest submission; a result per session, as /api/inject answers.
 func (s *Server) addCases(c echo.Context) error {
-	r := c.Request()
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		return errNotJSON
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, s.cfg.MaxFrameBytes))
+	body, err := s.jsonBody(c)
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return requestErrorf(http.StatusRequestEntityTooLarge, "request body size in bytes limit reached (at most %d)", s.cfg.MaxFrameBytes)
-		}
-		return badRequest("reading the request body failed")
+		return err
 	}
 	req, cs, err := decodeCaseRequest(body)
 	if err != nil {
