@@ -93,6 +93,19 @@ func (w *readyWatch) first(since time.Time, ok bool) (time.Time, bool) {
 // 100 ms, and again. A state it did not ask for (a change whose refusal
 // came before the database committed it after all) is counted, not taken
 // for an answer.
+// nothingLost: a fresh replica on url reads, for each session ids[i], every
+// seq its tab tabs[i] was shown.
+func nothingLost(t *testing.T, url string, tabs []*loadTab, ids []string) {
+	t.Helper()
+	var log logBuffer
+	_, fresh := faultLab(t, url, &log)
+	for i, l := range tabs {
+		if _, f := dial(t, fresh, ids[i]); f.Seq < l.acked {
+			t.Errorf("session %d: the log holds seq %d, the tab was shown %d", i, f.Seq, l.acked)
+		}
+	}
+}
+
 type loadTab struct {
 	ws    *websocket.Conn
 	mu    sync.Mutex
@@ -244,14 +257,7 @@ func TestFaultDatabaseStalled(t *testing.T) {
 			t.Errorf("%d log lines %q, want 1:\n%s", n, line, logs)
 		}
 	}
-	// Nothing shown is lost: a fresh replica reads every seq a tab saw.
-	var log2 logBuffer
-	_, fresh := faultLab(t, cl.URL, &log2)
-	for i, l := range tabs {
-		if _, f := dial(t, fresh, ids[i]); f.Seq < l.acked {
-			t.Errorf("session %d: the log holds seq %d, the tab was shown %d", i, f.Seq, l.acked)
-		}
-	}
+	nothingLost(t, cl.URL, tabs, ids)
 }
 
 // TestFaultListenerFrozen: only the listening backends are frozen.
@@ -488,13 +494,7 @@ func TestFaultRestart(t *testing.T) {
 		}
 	}
 	t.Logf("%d changes refused with reason store across the restart", refused)
-	var log2 logBuffer
-	_, fresh := faultLab(t, cl.URL, &log2)
-	for i, l := range tabs {
-		if _, f := dial(t, fresh, ids[i]); f.Seq < l.acked {
-			t.Errorf("session %d: the log holds seq %d, the tab was shown %d", i, f.Seq, l.acked)
-		}
-	}
+	nothingLost(t, cl.URL, tabs, ids)
 }
 
 // TestFaultListenerTerminated: the listening backends are terminated
