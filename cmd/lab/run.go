@@ -43,7 +43,8 @@ type config struct {
 	showVersion     bool
 	data            string // SQLite file, memoryData, or a postgres:// URL
 	dataSync        string
-	gcPercent       int // the Go collector's GOGC while serving
+	gcPercent       int    // the Go collector's GOGC while serving
+	debugAddr       string // net/http/pprof's own listener; "" for none
 }
 
 // memoryData as -data keeps sessions in memory only: for demos and tests.
@@ -91,6 +92,7 @@ func settings(c *config) []setting {
 		{"log-format", "LAB_LOG_FORMAT", "log format: text or json", choiceValue{&c.logFormat, []string{"text", "json"}}},
 		{"log-level", "LAB_LOG_LEVEL", "least log level: debug, info, warn or error", levelValue{&c.logLevel}},
 		{"gc-percent", "LAB_GC_PERCENT", "Go's GOGC while serving: the heap grows by this percent of what survived the last collection before the next one (more memory, less CPU)", intValue{&c.gcPercent}},
+		{"debug-addr", "LAB_DEBUG_ADDR", "address of a second listener serving Go's profiles (/debug/pprof/) for measuring the lab; keep it on loopback, it has no token (default: none)", stringValue{&c.debugAddr}},
 		{"metrics-token", "LAB_METRICS_TOKEN", "bearer token that /metrics requires (default: none)", stringValue{&sc.MetricsToken}},
 		{"instructor-token", "LAB_INSTRUCTOR_TOKEN", "secret of the instructor console and API (default: a random one, printed at start)", secretValue{&sc.InstructorToken}},
 		{"trusted-proxies", "LAB_TRUSTED_PROXIES", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed", cidrsValue{&sc.TrustedProxies}},
@@ -365,6 +367,11 @@ func validate(c config) error {
 	if err := checkListenAddr(c.addr); err != nil {
 		return named("addr", err)
 	}
+	if c.debugAddr != "" {
+		if err := checkListenAddr(c.debugAddr); err != nil {
+			return named("debug-addr", err)
+		}
+	}
 	if c.data == "" {
 		return named("data", fmt.Errorf("empty: give a file, or %q for memory only", memoryData))
 	}
@@ -519,6 +526,14 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	}
 	if scfg.PublicURL == "" {
 		scfg.PublicURL = lanURL(ln.Addr(), interfaceAddrs())
+	}
+	if cfg.debugAddr != "" {
+		stopDebug, err := serveDebug(cfg.debugAddr, log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stopDebug()
 	}
 	handler := &startingHandler{}
 	httpServer := &http.Server{
