@@ -636,6 +636,17 @@ func (s *Server) rowsIn(class string) []sessionRow {
 	return rows
 }
 
+// tableIn is rowsIn with each row's JSON (session.tableRow), for the
+// overview's tables.
+func (s *Server) tableIn(class string) ([]sessionRow, [][]byte) {
+	in := s.sessionsIn(class)
+	rows, encoded := make([]sessionRow, len(in)), make([][]byte, len(in))
+	for i, sess := range in {
+		rows[i], encoded[i] = sess.tableRow(class)
+	}
+	return rows, encoded
+}
+
 // loadSettings applies the classes' settings to their loaded sessions (for
 // Start, before the sessions are shared: each re-encodes its frame at once).
 func (s *Server) loadSettings(ctx context.Context, loaded []*session, classOf map[string]string) error {

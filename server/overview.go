@@ -41,16 +41,33 @@ func newRow(id string, v model.LabView, lastOwn time.Time) sessionRow {
 	}
 }
 
-// overviewFrame carries the whole class table, and the class's progress
-// summary computed from the same rows. Whole tables rather than changed
-// rows: any frame alone is the truth, so a connection's outbox may drop
-// older ones, and a table of 200 rows is about 40 KB.
-func overviewFrame(rows []sessionRow, sum classSummary) []byte {
-	return mustJSON(struct {
-		Type     string       `json:"type"`
-		Sessions []sessionRow `json:"sessions"`
-		Exercise classSummary `json:"exercise"`
-	}{"overview", rows, sum})
+// overviewFrame carries the whole class table, the rows already encoded
+// (their JSON as json.Marshal writes them in a slice), and the class's
+// progress summary computed from the same rows. Whole tables rather than
+// changed rows: any frame alone is the truth, so a connection's outbox may
+// drop older ones, and a table of 200 rows is about 40 KB.
+func overviewFrame(encoded [][]byte, sum classSummary) []byte {
+	n := 64
+	for _, r := range encoded {
+		n += len(r) + 1
+	}
+	summary := mustJSON(sum)
+	b := make([]byte, 0, n+len(summary))
+	b = append(b, `{"type":"overview","sessions":[`...)
+	for i, r := range encoded {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, r...)
+	}
+	if encoded == nil {
+		b = append(b[:len(b)-1], "null"...) // as json.Marshal writes a nil slice
+	} else {
+		b = append(b, ']')
+	}
+	b = append(b, `,"exercise":`...)
+	b = append(b, summary...)
+	return append(b, '}')
 }
 
 // mustJSON encodes values whose types cannot fail to encode.
@@ -89,7 +106,7 @@ func (s *Server) rows() []sessionRow {
 // waits for them. Lock order: flushing, then mu; rows are read
 // (session.mu) with neither mu held.
 type overview struct {
-	rows    func(scope string) []sessionRow
+	rows    func(scope string) ([]sessionRow, [][]byte) // the rows and their JSON
 	summary func([]sessionRow) classSummary
 
 	flushing sync.Mutex
@@ -103,7 +120,7 @@ type overview struct {
 	quiet   atomic.Bool // set under mu by setQuiet
 }
 
-func newOverview(rows func(scope string) []sessionRow, summary func([]sessionRow) classSummary) *overview {
+func newOverview(rows func(scope string) ([]sessionRow, [][]byte), summary func([]sessionRow) classSummary) *overview {
 	o := &overview{rows: rows, summary: summary, conns: make(map[*conn]string)}
 	o.quiet.Store(true) // no connection yet
 	return o
@@ -111,8 +128,8 @@ func newOverview(rows func(scope string) []sessionRow, summary func([]sessionRow
 
 // frame builds an overview frame of one scope's rows as they are now.
 func (o *overview) frame(scope string) []byte {
-	rows := o.rows(scope)
-	return overviewFrame(rows, o.summary(rows))
+	rows, encoded := o.rows(scope)
+	return overviewFrame(encoded, o.summary(rows))
 }
 
 // mark says that a row may have changed. A row changes before its mark

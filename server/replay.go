@@ -63,5 +63,6 @@ func restoreSession(info store.Session, recs []store.Record, cfg *Config, m *met
 	s.row = newRow(s.id, v, s.lastOwn)
 	s.row.progress = s.clock.progress(v)
 	s.row.Code = s.code.row()
+	s.rowGen++
 	return s, nil
 }

@@ -140,7 +140,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.checker = newChecker(cfg.Logger)
 	s.metrics = newMetrics(s.sessionCount)
-	s.overview = newOverview(s.rowsIn, func(rows []sessionRow) classSummary {
+	s.overview = newOverview(s.tableIn, func(rows []sessionRow) classSummary {
 		return summarize(rows, s.cfg.Now(), s.cfg.StuckAfter)
 	})
 	s.echo = s.routes()

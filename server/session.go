@@ -58,7 +58,9 @@ type session struct {
 	conns    []*conn            // the student tabs (every change ranges over them: a slice, not a map)
 	watchers map[*conn]struct{} // instructor connections watching this session
 	frame    *sharedframe.Frame // the encoded state as of the last change; the session holds a reference
-	row      sessionRow         // the overview's row, as of the last change
+	row      sessionRow         // the overview's row, as of the last change; every write of it adds to rowGen
+	rowGen   uint64             // counts the writes of row
+	rowJSON  encodedRow         // row as the overview last encoded it (tableRow)
 
 	lastActive time.Time // the last change: connections do not extend a session's life
 	gone       bool      // the janitor is deleting it: submit refuses
@@ -195,6 +197,7 @@ func (s *session) unsubscribe(c *conn) {
 // student's activity (a restart reconnects every tab). Called with mu held.
 func (s *session) touchTabs() {
 	s.row.Tabs = len(s.conns)
+	s.rowGen++
 }
 
 // watch adds an instructor connection: it gets the state exactly as the
@@ -610,6 +613,7 @@ func (s *session) broadcast(now, own time.Time, entries func() []timelineEntry) 
 	s.row.progress = prog
 	s.row.Tabs = len(s.conns)
 	s.row.Code, s.codeFailure = s.code.row(), s.code.failure()
+	s.rowGen++
 	for _, c := range s.conns {
 		c.sendShared(frame)
 	}
@@ -646,6 +650,7 @@ func (s *session) republish() {
 	s.mu.Lock()
 	old := s.nextFrame()
 	s.row.Code, s.codeFailure = s.code.row(), s.code.failure()
+	s.rowGen++
 	for _, c := range s.conns {
 		c.sendShared(s.frame)
 	}
@@ -730,6 +735,40 @@ func (s *session) overviewRow() sessionRow {
 	r := s.row
 	r.Stuck = r.stuckAt(now, s.stuckAfter)
 	return r
+}
+
+// encodedRow is a row's JSON in class's table, as of the row's write gen
+// and with its stuck flag as it was then (the one field that changes with
+// the clock alone).
+type encodedRow struct {
+	gen   uint64
+	class string
+	stuck bool
+	json  []byte
+}
+
+// tableRow is the session's overview row in class's table and its JSON,
+// encoded again only when the row has changed since the last table: a
+// course of 2,000 students changes a quarter of its rows between two
+// tables (BENCHMARKS.md, issue 35). Encoded outside mu; kept only if no
+// change came meanwhile.
+func (s *session) tableRow(class string) (sessionRow, []byte) {
+	now := s.now()
+	s.mu.Lock()
+	r, gen, enc := s.row, s.rowGen, s.rowJSON
+	s.mu.Unlock()
+	r.Stuck = r.stuckAt(now, s.stuckAfter)
+	r.Class = class
+	if enc.json != nil && enc.gen == gen && enc.class == class && enc.stuck == r.Stuck {
+		return r, enc.json
+	}
+	b := mustJSON(r)
+	s.mu.Lock()
+	if s.rowGen == gen {
+		s.rowJSON = encodedRow{gen: gen, class: class, stuck: r.Stuck, json: b}
+	}
+	s.mu.Unlock()
+	return r, b
 }
 
 // recentTimeline returns the session's last maxTimeline changes, oldest
