@@ -70,12 +70,12 @@ func flood(t *testing.T, s *Store, rawBytes int, stopAfter int64, d time.Duratio
 // TestWALStaysBounded: continuous writes (finding 3 of issue 10: the WAL
 // grew to 621 MB in 10 s because a passive checkpoint never reaches the end
 // of a log that keeps growing) leave the log within its limit plus what one
-// commit adds (8 writers: a batch of at most 8 appends of 64 KiB and their
-// pages), once several times that much was written.
+// move adds (a journal of up to journalMaxBytes and its pages), once
+// several times that much was written.
 func TestWALStaysBounded(t *testing.T) {
 	t.Parallel()
 	const limit = 2 << 20
-	const slack = 4 << 20
+	const slack = 2 * journalMaxBytes
 	s := openTemp(t, Options{WALLimit: limit})
 	maxWAL, written := flood(t, s, 64<<10, 3*(limit+slack), 30*time.Second)
 	t.Logf("wrote %d MiB of replies; largest WAL %.1f MiB (limit %d MiB)", written>>20, float64(maxWAL)/(1<<20), limit>>20)

@@ -659,9 +659,9 @@ func TestSQLiteJournalMovesWhenBig(t *testing.T) {
 }
 
 // TestSQLiteJournalMovesWhenIdle: while appends keep coming, the
-// checkpointer's look has the leader hand what is pending to the mover
-// after its next commit (moves paced by time, not by a full journal);
-// once they pause, it moves the journal itself.
+// checkpointer's moveLooks-th look in a row has the leader hand what is
+// pending to the mover after its next commit (moves paced by time, not by
+// a full journal); once they pause, it moves the journal itself.
 func TestSQLiteJournalMovesWhenIdle(t *testing.T) {
 	t.Parallel()
 	s := openTemp(t, Options{every: time.Hour})
@@ -669,22 +669,31 @@ func TestSQLiteJournalMovesWhenIdle(t *testing.T) {
 	if err := s.Append(ctx, storetest.Walkthrough("a", 1)); err != nil {
 		t.Fatal(err)
 	}
-	last := s.moveIfIdle(0) // an append came since the last look
-	if s.pendingRows() != 1 || !s.moveDue.Load() {
-		t.Fatalf("appends coming: %d rows pending (want 1), hand-off due %v", s.pendingRows(), s.moveDue.Load())
+	var last uint64
+	for look := 1; look < moveLooks; look++ {
+		if last = s.moveIfIdle(last); s.moveDue.Load() {
+			t.Fatalf("hand-off due at look %d of %d", look, moveLooks)
+		}
+		if err := s.Append(ctx, storetest.Walkthrough("a", uint64(look+1))); err != nil { // appends keep coming
+			t.Fatal(err)
+		}
 	}
-	if err := s.Append(ctx, storetest.Walkthrough("a", 2)); err != nil {
+	last = s.moveIfIdle(last)
+	if s.pendingRows() != moveLooks || !s.moveDue.Load() {
+		t.Fatalf("appends coming: %d rows pending (want %d), hand-off due %v", s.pendingRows(), moveLooks, s.moveDue.Load())
+	}
+	if err := s.Append(ctx, storetest.Walkthrough("a", moveLooks+1)); err != nil {
 		t.Fatal(err)
 	}
 	waitMoved(t, s, func() bool { return s.pendingRows() == 0 })
-	if err := s.Append(ctx, storetest.Walkthrough("a", 3)); err != nil {
+	if err := s.Append(ctx, storetest.Walkthrough("a", moveLooks+2)); err != nil {
 		t.Fatal(err)
 	}
 	last = s.moveIfIdle(last)
 	if s.moveIfIdle(last); s.pendingRows() != 0 {
 		t.Fatalf("appends paused: %d rows still pending", s.pendingRows())
 	}
-	if got, err := s.Events(ctx, "a"); err != nil || len(got) != 3 {
+	if got, err := s.Events(ctx, "a"); err != nil || len(got) != moveLooks+2 {
 		t.Fatalf("%v: %d events", err, len(got))
 	}
 }
