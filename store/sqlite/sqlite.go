@@ -1037,9 +1037,11 @@ func queryRows(ctx context.Context, c *sql.Conn, q string, args []any, scan func
 // at a change a second each cost one insert per change when moved every
 // second, a quarter of one every four (BENCHMARKS.md, issue 35). It
 // copies the write-ahead log into the database file beside the commits
-// (a PASSIVE checkpoint never blocks them). It stops with Close.
+// (a PASSIVE checkpoint never blocks them). Its thread runs at a lower
+// priority (background). It stops with Close.
 func (s *Store) checkpointer() {
 	defer close(s.cpDone)
+	background()
 	tick := time.NewTicker(s.every)
 	defer tick.Stop()
 	var last uint64

@@ -1,0 +1,48 @@
+package sqlite
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestMoverRunsInTheBackground: an open store has a thread at the mover's
+// nice value (the checkpointer's), and none once it is closed.
+func TestMoverRunsInTheBackground(t *testing.T) {
+	niced := func() int {
+		n := 0
+		tasks, _ := filepath.Glob("/proc/self/task/*/stat")
+		for _, p := range tasks {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				continue
+			}
+			// After the name's ')': state is field 3, nice field 19.
+			if f := bytes.Fields(b[bytes.LastIndexByte(b, ')')+1:]); len(f) > 16 {
+				if v, _ := strconv.Atoi(string(f[16])); v == moverNice {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	if _, err := os.Stat("/proc/self/task"); err != nil {
+		t.Skip("no /proc")
+	}
+	before := niced()
+	s := openTemp(t, Options{})
+	for deadline := time.Now().Add(5 * time.Second); niced() == before; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no thread at nice %d with the store open", moverNice)
+		}
+	}
+	s.Close()
+	for deadline := time.Now().Add(5 * time.Second); niced() != before; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d threads at nice %d after Close, %d before", niced(), moverNice, before)
+		}
+	}
+}

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package sqlite
+
+// background does nothing where threads have no priority of their own
+// (prio_linux.go).
+func background() {}
