@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -578,30 +577,66 @@ func watchOverview(ctx context.Context, ws *websocket.Conn, sessions map[string]
 			return
 		}
 		now := time.Now()
-		var f struct {
-			Type     string `json:"type"`
-			Sessions []struct {
-				ID  string `json:"id"`
-				Seq uint64 `json:"seq"`
-			} `json:"sessions"`
-		}
-		if json.Unmarshal(data, &f) != nil || f.Type != "overview" {
-			continue
-		}
-		for _, row := range f.Sessions {
-			s := sessions[row.ID]
+		overviewSeqs(data, func(id []byte, seq uint64) {
+			s := sessions[string(id)]
 			if s == nil {
-				continue
+				return
 			}
 			s.mu.Lock()
-			for seq, sent := range s.unseen {
-				if seq <= row.Seq {
-					lag.add(now.Sub(sent))
-					delete(s.unseen, seq)
+			for sent, at := range s.unseen {
+				if sent <= seq {
+					lag.add(now.Sub(at))
+					delete(s.unseen, sent)
 				}
 			}
 			s.mu.Unlock()
+		})
+	}
+}
+
+// overviewSeqs calls f with each row's id and seq of an overview frame
+// (nothing for another frame). It scans the bytes for them rather than
+// decoding the table: a course's is 400 KB four times a second, and
+// decoding it took the bench's own process a few milliseconds a table,
+// on the cores whose students' round trips it measures, which the bare
+// server, watched by no one, never paid for (BENCHMARKS.md, issue 35).
+// A row begins with its id, and its seq is its first "seq" key; a quote
+// inside a string is escaped, so neither pattern occurs inside a value
+// (TestOverviewSeqs holds this against the lab's own frames).
+func overviewSeqs(data []byte, f func(id []byte, seq uint64)) {
+	const head, rowStart, seqKey = `{"type":"overview","sessions":[`, `{"id":"`, `"seq":`
+	rest, ok := bytes.CutPrefix(data, []byte(head))
+	if !ok {
+		return
+	}
+	if end := bytes.Index(rest, []byte(`],"exercise":`)); end >= 0 {
+		rest = rest[:end]
+	}
+	for {
+		i := bytes.Index(rest, []byte(rowStart))
+		if i < 0 {
+			return
 		}
+		rest = rest[i+len(rowStart):]
+		j := bytes.IndexByte(rest, '"')
+		if j < 0 {
+			return
+		}
+		id := rest[:j]
+		k := bytes.Index(rest, []byte(seqKey))
+		if k < 0 {
+			return
+		}
+		rest = rest[k+len(seqKey):]
+		n := 0
+		for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+			n++
+		}
+		seq, err := strconv.ParseUint(string(rest[:n]), 10, 64)
+		if err != nil {
+			return
+		}
+		f(id, seq)
 	}
 }
 
