@@ -12,10 +12,20 @@ import (
 const moverNice = 10
 
 // background locks the calling goroutine to its thread and lowers the
-// thread's priority to moverNice; the thread ends with the goroutine,
-// which never unlocks it, so no other goroutine runs at that priority.
-// Best effort: a refused priority leaves the thread as it was.
-func background() {
+// thread's priority to moverNice; the returned restore puts the priority
+// back and unlocks the thread, for the goroutine to call before it ends
+// (a thread is not always ended with its goroutine: Go keeps the main
+// one). Best effort: a refused priority leaves the thread as it was.
+func background() (restore func()) {
 	runtime.LockOSThread()
-	_ = syscall.Setpriority(syscall.PRIO_PROCESS, syscall.Gettid(), moverNice)
+	tid := syscall.Gettid()
+	// The system call's value is 20 - nice (the C library's is nice).
+	raw, err := syscall.Getpriority(syscall.PRIO_PROCESS, tid)
+	if err != nil || syscall.Setpriority(syscall.PRIO_PROCESS, tid, moverNice) != nil {
+		return runtime.UnlockOSThread
+	}
+	return func() {
+		_ = syscall.Setpriority(syscall.PRIO_PROCESS, tid, 20-raw)
+		runtime.UnlockOSThread()
+	}
 }

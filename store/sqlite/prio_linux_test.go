@@ -10,7 +10,8 @@ import (
 )
 
 // TestMoverRunsInTheBackground: an open store has a thread at the mover's
-// nice value (the checkpointer's), and none once it is closed.
+// nice value (the checkpointer's), and none once it is closed, whichever
+// thread it had (the main thread outlives its goroutine).
 func TestMoverRunsInTheBackground(t *testing.T) {
 	niced := func() int {
 		n := 0

@@ -1041,7 +1041,7 @@ func queryRows(ctx context.Context, c *sql.Conn, q string, args []any, scan func
 // priority (background). It stops with Close.
 func (s *Store) checkpointer() {
 	defer close(s.cpDone)
-	background()
+	defer background()()
 	tick := time.NewTicker(s.every)
 	defer tick.Stop()
 	var last uint64
