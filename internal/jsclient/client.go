@@ -29,6 +29,13 @@ const SandboxMemory = 256 << 20
 // return, and a busy machine may keep the sandbox off a core for a while.
 const grace = 2 * time.Second
 
+// starved bounds a call's wall time when the sandbox has not used its
+// time yet: its program thread runs only on a core nothing else wants
+// (child.go), so a lab busy with a class may keep it waiting for seconds,
+// and the check then takes longer instead of failing. A sandbox kept off
+// the cores that long, or stopped, is killed all the same.
+const starved = 30 * time.Second
+
 // slots lets one sandbox run at a time in the whole server: a check is CPU
 // work, and its memory is then the cap once, not once per session.
 var slots = make(chan struct{}, 1)
@@ -166,7 +173,8 @@ func (s *Submission) stop(why error) {
 }
 
 // roundTrip sends one request and waits for its answer, at most limit plus
-// grace; past that it kills the sandbox.
+// grace of the sandbox's CPU time (and starved of wall time); past that it
+// kills the sandbox.
 func (s *Submission) roundTrip(req request, limit time.Duration) (response, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -178,20 +186,36 @@ func (s *Submission) roundTrip(req request, limit time.Duration) (response, erro
 		s.spent = true
 		return resp, &CallError{Kind: OutOfTime, Message: fmt.Sprintf("The program has used all of its %v of time.", s.budget.Total)}
 	}
-	var timedOut bool
+	// The timer looks at limit+grace of wall time, and again every grace
+	// while the sandbox has used less CPU than that since the call began
+	// (it waited for a core); done, set when the answer came, stops it.
+	var timedOut, done bool
 	var tm sync.Mutex
-	t := time.AfterFunc(limit+grace, func() {
+	pid, began := s.cmd.Process.Pid, time.Now()
+	cpu0, measured := processCPU(pid)
+	var t *time.Timer
+	tm.Lock()
+	t = time.AfterFunc(limit+grace, func() {
 		tm.Lock()
+		defer tm.Unlock()
+		if done {
+			return
+		}
+		if cpu, ok := processCPU(pid); measured && ok && cpu-cpu0 < limit+grace && time.Since(began) < starved {
+			t.Reset(grace)
+			return
+		}
 		timedOut = true
-		tm.Unlock()
 		_ = s.cmd.Process.Kill()
 	})
+	tm.Unlock()
 	err := s.enc.Encode(&req)
 	if err == nil {
 		err = s.dec.Decode(&resp)
 	}
-	t.Stop()
 	tm.Lock()
+	done = true
+	t.Stop()
 	killed := timedOut
 	tm.Unlock()
 	what := opName(req.Op)
