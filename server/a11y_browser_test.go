@@ -87,7 +87,7 @@ func TestBrowserAccessibilityEveryPage(t *testing.T) {
 	widths(student, "student page, code panel open, not checked", "", 360, 1280)
 	setCode(student, jsModule(t, "wrong/deadline-over-result.js"))
 	student.do("check a wrong module", chromedp.Click(chromedp.ID("code-check")))
-	waitJS(student, "the failure", `document.getElementById("code").dataset.status === "failed"`)
+	waitChecked(student, "the failure", `document.getElementById("code").dataset.status === "failed"`)
 	widths(student, "student page, code panel with a failure", `document.querySelector("#code-failure-svg > svg") !== null`, 360, 1280)
 
 	p.do("the class console", chromedp.Navigate(ts.URL+"/instructor/classes/"+cl.ID))

@@ -221,7 +221,13 @@ const waitTimeout = 10 * time.Second
 // pause between two reads only keeps it from spinning.
 func waitUntil[V any](p *tab, what string, read func(context.Context) (V, error), check func(V) bool) V {
 	p.t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, waitTimeout)
+	return waitUntilWithin(p, waitTimeout, what, read, check)
+}
+
+// waitUntilWithin is waitUntil with a wait of its own.
+func waitUntilWithin[V any](p *tab, wait time.Duration, what string, read func(context.Context) (V, error), check func(V) bool) V {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, wait)
 	defer cancel()
 	var last V
 	var seen bool

@@ -126,14 +126,14 @@ func TestBrowserCodeCheck(t *testing.T) {
 	// A syntax error: its line is marked.
 	setCode(student, "export function begin(runId, callId) {\n  return {\n}\nexport function view(c) { return c }\n")
 	student.do("check", chromedp.Click(chromedp.ID("code-check")))
-	waitJS(student, "the syntax error", `document.getElementById("code").dataset.status === "error" && !document.getElementById("code-error").hidden`)
+	waitChecked(student, "the syntax error", `document.getElementById("code").dataset.status === "error" && !document.getElementById("code-error").hidden`)
 	if n := evalJS[int](student, `document.querySelectorAll("#code-editor .code-error-line").length`); n != 1 {
 		t.Errorf("%d lines marked for a syntax error, want 1", n)
 	}
 
 	setCode(student, jsModule(t, "wrong/deadline-over-result.js"))
 	student.do("check the wrong module", chromedp.Click(chromedp.ID("code-check")))
-	waitJS(student, "the failure", `document.getElementById("code").dataset.status === "failed" && !document.getElementById("code-failure").hidden`)
+	waitChecked(student, "the failure", `document.getElementById("code").dataset.status === "failed" && !document.getElementById("code-failure").hidden`)
 	if got := evalJS[string](student, `document.getElementById("code-property").textContent`); !strings.Contains(got, "a deadline overwrites a result") {
 		t.Errorf("the failure in words: %q", got)
 	}
@@ -158,7 +158,7 @@ func TestBrowserCodeCheck(t *testing.T) {
 
 	setCode(student, jsModule(t, "correct.js"))
 	student.do("check the fixed module", chromedp.Click(chromedp.ID("code-check")))
-	waitJS(student, "the pass", `document.getElementById("code").dataset.status === "passed" && document.getElementById("code-failure").hidden`)
+	waitChecked(student, "the pass", `document.getElementById("code").dataset.status === "passed" && document.getElementById("code-failure").hidden`)
 	if got := evalJS[string](student, `document.getElementById("code-status").textContent`); !strings.HasPrefix(got, "Submission 3: passed: ") {
 		t.Errorf("the status says %q", got)
 	}
@@ -175,7 +175,7 @@ func TestBrowserCodeCheck(t *testing.T) {
 	teacher.do("watch Ada", chromedp.Click(chromedp.CSS(`#overview-body button.watch[data-session="`+id+`"]`)))
 	teacher.do("add a case", chromedp.SetValue(chromedp.ID("case-target"), "watched"), chromedp.SetValue(chromedp.ID("case-name"), "my stale reply"),
 		chromedp.Click(chromedp.ID("add-case")))
-	waitJS(teacher, "who passes it", `document.querySelector("#case-results > li")?.textContent === "Ada: passes"`)
+	waitChecked(teacher, "who passes it", `document.querySelector("#case-results > li")?.textContent === "Ada: passes"`)
 	waitJS(student, "the instructor's case on the student's page", `document.getElementById("code-own").textContent.includes("my stale reply: passes")`)
 }
 
@@ -206,11 +206,11 @@ func TestBrowserCodeScreenshots(t *testing.T) {
 		}
 		setCode(other, jsModule(t, module))
 		other.do("check", chromedp.Click(chromedp.ID("code-check")))
-		waitJS(other, "the result", `["passed", "failed"].includes(document.getElementById("code").dataset.status)`)
+		waitChecked(other, "the result", `["passed", "failed"].includes(document.getElementById("code").dataset.status)`)
 	}
 	teacher := student.newTab("teacher")
 	teacher.openConsole(base, id)
-	waitJS(teacher, "three programs", `document.querySelectorAll("#progress-body td.code-status[data-status]:not([data-status=''])").length === 3`)
+	waitChecked(teacher, "three programs", `document.querySelectorAll("#progress-body td.code-status[data-status]:not([data-status=''])").length === 3`)
 
 	shoot := func(p *tab, file string, w, h int64, scroll string, mobile bool) {
 		t.Helper()

@@ -74,17 +74,34 @@ func submitFrame(source string) string {
 
 // checked reads state frames until one shows submission n checked, and
 // returns its code object. Any error frame fails the test.
+// A check waits for the one sandbox and runs on a core nothing else
+// wants, so on a machine busy with the other tests (-race) it can take
+// seconds: checked waits up to checkWait for it.
 func (c *client) checked(n int) *codeObject {
 	c.t.Helper()
-	for range 100 {
-		f := c.state()
+	ctx, cancel := context.WithTimeout(context.Background(), checkWait)
+	defer cancel()
+	for {
+		_, data, err := c.ws.Read(ctx)
+		if err != nil {
+			c.t.Fatalf("submission %d was not checked within %v: %v", n, checkWait, err)
+		}
+		var f stateFrame
+		if err := json.Unmarshal(data, &f); err != nil {
+			c.t.Fatal(err)
+		}
+		f.raw = data
+		if f.Type != "state" {
+			c.t.Fatalf("got %s frame %q, want a state", f.Type, data)
+		}
 		if code := codeOf(c.t, f); code != nil && code.Submission == n && code.Status != "checking" {
 			return code
 		}
 	}
-	c.t.Fatalf("submission %d was not checked", n)
-	return nil
 }
+
+// checkWait is how long a test waits for a check's result.
+const checkWait = 60 * time.Second
 
 // submit sends a program as the session's n-th submission and waits for
 // its result.

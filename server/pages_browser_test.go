@@ -51,6 +51,15 @@ func waitJS(p *tab, what, expr string) {
 	}, func(ok bool) bool { return ok })
 }
 
+// waitChecked is waitJS for a code check's result, within checkWait (a
+// check may wait for the one sandbox and for a free core).
+func waitChecked(p *tab, what, expr string) {
+	p.t.Helper()
+	waitUntilWithin(p, checkWait, what, func(ctx context.Context) (bool, error) {
+		return chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
+	}, func(ok bool) bool { return ok })
+}
+
 // apiRow reads a session's overview row through the API.
 func apiRow(t *testing.T, base, id string) (row struct {
 	Tabs, Held, Waiting int

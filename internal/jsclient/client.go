@@ -34,7 +34,7 @@ const grace = 2 * time.Second
 // (child.go), so a lab busy with a class may keep it waiting for seconds,
 // and the check then takes longer instead of failing. A sandbox kept off
 // the cores that long, or stopped, is killed all the same.
-const starved = 30 * time.Second
+const starved = 10 * time.Second
 
 // slots lets one sandbox run at a time in the whole server: a check is CPU
 // work, and its memory is then the cap once, not once per session.
