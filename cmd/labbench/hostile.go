@@ -16,6 +16,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/google/uuid"
+
+	"github.com/toolcall-lab/lab/internal/procstat"
 )
 
 // The hostile scenario (issue 33): the class measured twice on one lab,
@@ -393,7 +395,7 @@ func (p *procSampler) sample() {
 		}
 		ppid, seen := p.ppids[pid]
 		if !seen {
-			if ppid, err = procParent(pid); err != nil {
+			if ppid, err = procstat.Parent(pid); err != nil {
 				continue // gone
 			}
 		}
@@ -421,8 +423,8 @@ func (p *procSampler) sample() {
 			p.children[pid] = c
 		}
 		c.hwm = max(c.hwm, hwm)
-		if cpu, err := procCPU(pid); err == nil {
-			c.cpu = cpu
+		if cpu, err := procstat.CPU(pid); err == nil {
+			c.cpu = cpu.Seconds()
 		}
 		sum += hwm
 	}

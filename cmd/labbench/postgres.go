@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/toolcall-lab/lab/internal/procstat"
 )
 
 // postgresLab is the lab configuration "postgres": one replica on a fresh
@@ -106,17 +108,17 @@ func (c *pgCluster) cpuSeconds(ctx context.Context, db string) (float64, error) 
 		return 0, fmt.Errorf("sampling PostgreSQL's CPU: %w", err)
 	}
 	// Every backend's parent is the postmaster.
-	postmaster, err := procParent(self)
+	postmaster, err := procstat.Parent(self)
 	if err != nil {
 		return 0, fmt.Errorf("finding the postmaster (is -pg's server on this machine?): %w", err)
 	}
 	var sum float64
 	for _, pid := range append(pids, postmaster) {
-		t, err := procCPU(pid)
+		t, err := procstat.CPU(pid)
 		if err != nil {
 			continue // exited since the query
 		}
-		sum += t
+		sum += t.Seconds()
 	}
 	return sum, nil
 }

@@ -2,9 +2,7 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,11 +13,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
-)
 
-// clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat. Linux
-// fixes it at 100 for every architecture Go runs on.
-const clockTicks = 100
+	"github.com/toolcall-lab/lab/internal/procstat"
+)
 
 // server is one server child process under test.
 type server struct {
@@ -123,53 +119,11 @@ func (s *server) rssKiB() (int64, error) {
 
 // cpuSeconds reads the child's user plus system CPU time from /proc/PID/stat.
 func (s *server) cpuSeconds() (float64, error) {
-	t, err := procCPU(s.cmd.Process.Pid)
+	t, err := procstat.CPU(s.cmd.Process.Pid)
 	if err != nil {
 		return 0, fmt.Errorf("reading %s cpu: %w", s.name, err)
 	}
-	return t, nil
-}
-
-// procStat returns the fields of /proc/PID/stat after the command name,
-// which may hold spaces: f[0] is field 3 (state).
-func procStat(pid int) ([]string, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return nil, err
-	}
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return nil, errors.New("malformed /proc stat")
-	}
-	f := strings.Fields(string(data[i+1:]))
-	// utime and stime are fields 14 and 15.
-	if len(f) < 13 {
-		return nil, errors.New("short /proc stat")
-	}
-	return f, nil
-}
-
-// procCPU is a process's user plus system CPU time in seconds.
-func procCPU(pid int) (float64, error) {
-	f, err := procStat(pid)
-	if err != nil {
-		return 0, err
-	}
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, fmt.Errorf("parsing /proc stat: %w", err)
-	}
-	return float64(ut+st) / clockTicks, nil
-}
-
-// procParent is a process's parent's pid (field 4).
-func procParent(pid int) (int, error) {
-	f, err := procStat(pid)
-	if err != nil {
-		return 0, err
-	}
-	return strconv.Atoi(f[1])
+	return t.Seconds(), nil
 }
 
 // tailBuffer keeps the last max bytes written, for error messages.

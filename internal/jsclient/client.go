@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolcall-lab/lab/internal/procstat"
 	"github.com/toolcall-lab/lab/model"
 )
 
@@ -192,7 +193,7 @@ func (s *Submission) roundTrip(req request, limit time.Duration) (response, erro
 	var timedOut, done bool
 	var tm sync.Mutex
 	pid, began := s.cmd.Process.Pid, time.Now()
-	cpu0, measured := processCPU(pid)
+	cpu0, err0 := procstat.CPU(pid)
 	var t *time.Timer
 	tm.Lock()
 	t = time.AfterFunc(limit+grace, func() {
@@ -201,7 +202,7 @@ func (s *Submission) roundTrip(req request, limit time.Duration) (response, erro
 		if done {
 			return
 		}
-		if cpu, ok := processCPU(pid); measured && ok && cpu-cpu0 < limit+grace && time.Since(began) < starved {
+		if cpu, err := procstat.CPU(pid); err0 == nil && err == nil && cpu-cpu0 < limit+grace && time.Since(began) < starved {
 			t.Reset(grace)
 			return
 		}

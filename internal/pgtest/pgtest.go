@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/toolcall-lab/lab/internal/procstat"
 )
 
 // URL returns LAB_PG_URL, or skips t (fails it under LAB_PG=1).
@@ -214,17 +216,7 @@ func (c *Cluster) PIDs() []int {
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid …: comm may hold spaces, so after the last ')'.
-		i := strings.LastIndexByte(string(stat), ')')
-		if i < 0 {
-			continue
-		}
-		fields := strings.Fields(string(stat)[i+1:])
-		if len(fields) > 1 && fields[1] == strconv.Itoa(pm) {
+		if ppid, err := procstat.Parent(pid); err == nil && ppid == pm {
 			pids = append(pids, pid)
 		}
 	}

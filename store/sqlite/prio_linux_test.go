@@ -1,12 +1,13 @@
 package sqlite
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/toolcall-lab/lab/internal/procstat"
 )
 
 // TestMoverRunsInTheBackground: an open store has a thread at the mover's
@@ -17,15 +18,8 @@ func TestMoverRunsInTheBackground(t *testing.T) {
 		n := 0
 		tasks, _ := filepath.Glob("/proc/self/task/*/stat")
 		for _, p := range tasks {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				continue
-			}
-			// After the name's ')': state is field 3, nice field 19.
-			if f := bytes.Fields(b[bytes.LastIndexByte(b, ')')+1:]); len(f) > 16 {
-				if v, _ := strconv.Atoi(string(f[16])); v == moverNice {
-					n++
-				}
+			if f, err := procstat.Fields(p); err == nil && f[procstat.Nice] == strconv.Itoa(moverNice) {
+				n++
 			}
 		}
 		return n

@@ -1,0 +1,72 @@
+// Package procstat reads a process's /proc/<pid>/stat on Linux: its
+// parent and its CPU time, for the bench's samplers, the test cluster's
+// process list and the sandbox's kill timer, and any stat file's fields.
+package procstat
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ClockTick is USER_HZ, the unit of utime and stime. Linux fixes it at
+// 100 for every architecture Go runs on.
+const ClockTick = 10 * time.Millisecond
+
+// Indexes into Fields' result (the stat file's fields 4, 14, 15 and 19).
+const (
+	PPID  = 1
+	UTime = 11
+	STime = 12
+	Nice  = 16
+)
+
+// Fields returns the fields of a stat file (/proc/<pid>/stat, or a
+// thread's /proc/<pid>/task/<tid>/stat) after the command name, which may
+// hold spaces: the first is field 3, the state.
+func Fields(path string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return nil, fmt.Errorf("%s: no command name", path)
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) <= Nice {
+		return nil, fmt.Errorf("%s: %d fields", path, len(f))
+	}
+	return f, nil
+}
+
+func pid(pid int) ([]string, error) {
+	return Fields("/proc/" + strconv.Itoa(pid) + "/stat")
+}
+
+// CPU is process pid's user plus system CPU time.
+func CPU(p int) (time.Duration, error) {
+	f, err := pid(p)
+	if err != nil {
+		return 0, err
+	}
+	user, err1 := strconv.ParseInt(f[UTime], 10, 64)
+	sys, err2 := strconv.ParseInt(f[STime], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, fmt.Errorf("process %d's CPU time: %w", p, err)
+	}
+	return time.Duration(user+sys) * ClockTick, nil
+}
+
+// Parent is process pid's parent's pid.
+func Parent(p int) (int, error) {
+	f, err := pid(p)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(f[PPID])
+}

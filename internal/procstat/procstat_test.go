@@ -1,0 +1,30 @@
+package procstat
+
+import (
+	"os"
+	"testing"
+	"time"
+)
+
+// TestProcessCPU: the CPU time grows with work done, the parent is the
+// parent, and a process that is gone has neither.
+func TestProcessCPU(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	before, err := CPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(100 * time.Millisecond); time.Now().Before(end); {
+	}
+	if after, _ := CPU(os.Getpid()); after-before < 50*time.Millisecond {
+		t.Fatalf("100 ms of work counted as %v", after-before)
+	}
+	if p, err := Parent(os.Getpid()); err != nil || p != os.Getppid() {
+		t.Fatalf("parent %d, %v; want %d", p, err, os.Getppid())
+	}
+	if _, err := CPU(1 << 30); err == nil {
+		t.Fatal("a CPU time for a process that does not exist")
+	}
+}
