@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"regexp"
@@ -77,19 +76,9 @@ func TestHostileStudent(t *testing.T) {
 	if len(progs) != 2 {
 		t.Fatalf("programs: %v", progs)
 	}
-	lab, err := labserver.New(labserver.Config{FrameRate: 1e6, FrameBurst: 1e6})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := startLab(t, labserver.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := lab.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(lab.Handler())
-	defer ts.Close()
-	defer lab.Shutdown(ctx)
-	srv := &server{name: "lab", base: ts.URL, lab: true}
 
 	// Stopped before it starts, it still checks every program once.
 	h := &hostileStudent{programs: progs, every: true, stop: make(chan struct{})}

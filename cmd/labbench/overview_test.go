@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -21,19 +20,9 @@ import (
 // another frame.
 func TestOverviewSeqs(t *testing.T) {
 	t.Parallel()
-	lab, err := labserver.New(labserver.Config{InstructorToken: instructorToken, FrameRate: 1e6, FrameBurst: 1e6})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := startLab(t, labserver.Config{InstructorToken: instructorToken})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := lab.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(lab.Handler())
-	defer ts.Close()
-	defer lab.Shutdown(ctx)
-	srv := &server{name: "lab", base: ts.URL}
 
 	names := []string{`Ada`, `"seq":9,{"id":"x"}`, `Bea \"quoted\" ]`, `],"exercise":{}`}
 	want := map[string]uint64{}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -19,21 +18,12 @@ import (
 // follows it.
 func TestBaselineIsStateSized(t *testing.T) {
 	t.Parallel()
-	lab, err := labserver.New(labserver.Config{FrameRate: 1e6, FrameBurst: 1e6})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := startLab(t, labserver.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := lab.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(lab.Handler())
-	defer ts.Close()
-	defer lab.Shutdown(ctx)
 
 	id := uuid.NewString()
-	ws, err := dial(ctx, &server{name: "lab", base: ts.URL}, id, nil)
+	ws, err := dial(ctx, srv, id, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
