@@ -44,27 +44,28 @@ func Fields(path string) ([]string, error) {
 	return f, nil
 }
 
-func pid(pid int) ([]string, error) {
+// stat is process pid's Fields.
+func stat(pid int) ([]string, error) {
 	return Fields("/proc/" + strconv.Itoa(pid) + "/stat")
 }
 
 // CPU is process pid's user plus system CPU time.
-func CPU(p int) (time.Duration, error) {
-	f, err := pid(p)
+func CPU(pid int) (time.Duration, error) {
+	f, err := stat(pid)
 	if err != nil {
 		return 0, err
 	}
 	user, err1 := strconv.ParseInt(f[UTime], 10, 64)
 	sys, err2 := strconv.ParseInt(f[STime], 10, 64)
 	if err := errors.Join(err1, err2); err != nil {
-		return 0, fmt.Errorf("process %d's CPU time: %w", p, err)
+		return 0, fmt.Errorf("process %d's CPU time: %w", pid, err)
 	}
 	return time.Duration(user+sys) * ClockTick, nil
 }
 
 // Parent is process pid's parent's pid.
-func Parent(p int) (int, error) {
-	f, err := pid(p)
+func Parent(pid int) (int, error) {
+	f, err := stat(pid)
 	if err != nil {
 		return 0, err
 	}
