@@ -36,6 +36,7 @@ var ErrInvalidCase = errors.New("invalid case")
 type CodeInput struct {
 	Submissions int
 	Source      string
+	Lang        Language
 	Seed        uint64
 	Cases       []Case // the instructor's, in the order added
 }
@@ -47,7 +48,7 @@ func (l *Lab) Code() CodeInput { return l.code }
 // Same reports whether two inputs give the same check: a result computed
 // for one holds for the other.
 func (c CodeInput) Same(o CodeInput) bool {
-	if c.Submissions != o.Submissions || c.Source != o.Source || c.Seed != o.Seed || len(c.Cases) != len(o.Cases) {
+	if c.Submissions != o.Submissions || c.Source != o.Source || c.Lang != o.Lang || c.Seed != o.Seed || len(c.Cases) != len(o.Cases) {
 		return false
 	}
 	for i := range c.Cases {
@@ -64,7 +65,7 @@ func (c CodeInput) next(e Event) CodeInput {
 	switch e.Kind {
 	case CodeSubmitted:
 		c.Submissions++
-		c.Source, c.Seed = e.Source, e.Seed
+		c.Source, c.Lang, c.Seed = e.Source, e.Lang, e.Seed
 	case CaseAdded:
 		if e.Case != nil {
 			c.Cases = append(slices.Clip(c.Cases), *e.Case)
@@ -82,7 +83,10 @@ func (l *Lab) decideCode(cmd Command) (Event, error) {
 		if cmd.Seed >= MaxSeed {
 			return Event{}, fmt.Errorf("a campaign's seed must be below 2^53, not %d", cmd.Seed)
 		}
-		return Event{Kind: CodeSubmitted, By: cmd.By, Source: cmd.Source, Seed: cmd.Seed}, nil
+		if _, ok := ParseLanguage(cmd.Lang.String()); !ok {
+			return Event{}, fmt.Errorf("unknown language %d", cmd.Lang)
+		}
+		return Event{Kind: CodeSubmitted, By: cmd.By, Source: cmd.Source, Lang: cmd.Lang, Seed: cmd.Seed}, nil
 	}
 	if cmd.Case == nil {
 		return Event{}, fmt.Errorf("%w: no case given", ErrInvalidCase)

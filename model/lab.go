@@ -167,6 +167,7 @@ type Command struct {
 	Name    string     // Rename: as typed; Decide normalizes it
 	Inject  Injection  // Inject
 	Source  string     // SubmitCode: the module's text
+	Lang    Language   // SubmitCode: the language Source is written in
 	Seed    uint64     // SubmitCode: the campaign's seed, below 2^53
 	Case    *Case      // AddCase (a pointer: Commands compare with ==)
 }
@@ -206,6 +207,7 @@ type Event struct {
 	Deliver    bool       // MessageInjected: delivered in the same event
 	Prediction Prediction // MessageDelivered: what the student expected, NoPrediction if nothing
 	Source     string     // CodeSubmitted: the module's text, as submitted
+	Lang       Language   // CodeSubmitted: the language Source is written in
 	Seed       uint64     // CodeSubmitted: the campaign's seed
 	Case       *Case      // CaseAdded: the case, validated (a pointer: Events compare with ==)
 }

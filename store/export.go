@@ -36,6 +36,7 @@ type jsonLine struct {
 	Prediction  string `json:"prediction,omitempty"` // a delivery's prediction, if one was made
 	// A code submission's module and seed; an instructor's case.
 	Source string      `json:"source,omitempty"`
+	Lang   string      `json:"language,omitempty"`
 	Seed   uint64      `json:"seed,omitempty"`
 	Case   *model.Case `json:"case,omitempty"`
 }
@@ -45,6 +46,9 @@ type jsonLine struct {
 func CodeLabel(e model.Event) string {
 	switch e.Kind {
 	case model.CodeSubmitted:
+		if e.Lang != model.JavaScript {
+			return fmt.Sprintf("%s program of %d bytes, seed %d", e.Lang, len(e.Source), e.Seed)
+		}
 		return fmt.Sprintf("program of %d bytes, seed %d", len(e.Source), e.Seed)
 	case model.CaseAdded:
 		if e.Case != nil {
@@ -75,6 +79,9 @@ func WriteJSONLines(w io.Writer, recs []Record) error {
 		case model.CodeSubmitted, model.CaseAdded:
 			l.Label = CodeLabel(r.Event)
 			l.Source, l.Seed, l.Case = r.Event.Source, r.Event.Seed, r.Event.Case
+			if r.Event.Kind == model.CodeSubmitted {
+				l.Lang = r.Event.Lang.String()
+			}
 		}
 		if err := enc.Encode(l); err != nil {
 			return fmt.Errorf("writing session %s seq %d: %w", r.Session, r.Seq, err)

@@ -124,6 +124,9 @@ func check(r Record) error {
 		if r.Event.Seed >= model.MaxSeed {
 			return fmt.Errorf("encoding a code submission: seed %d is not below 2^53", r.Event.Seed)
 		}
+		if _, ok := model.ParseLanguage(r.Event.Lang.String()); !ok {
+			return fmt.Errorf("encoding a code submission: unknown language %d", r.Event.Lang)
+		}
 	case model.CaseAdded:
 		if r.Event.Case == nil {
 			return errors.New("encoding a case: no case")
@@ -158,6 +161,12 @@ func Encode(r Record) (Row, error) {
 	case model.CodeSubmitted:
 		w.Raw = append(w.Raw, r.Event.Source...)
 		w.Message = int64(r.Event.Seed)
+		// The language in the message-kind column, which a submission
+		// leaves empty otherwise: "" (every log before ReScript) is
+		// JavaScript, so no migration is needed.
+		if r.Event.Lang != model.JavaScript {
+			w.MsgKind = r.Event.Lang.String()
+		}
 	case model.CaseAdded:
 		b, err := json.Marshal(r.Event.Case)
 		if err != nil {
@@ -204,6 +213,11 @@ func Decode(w Row) (Record, error) {
 			return Record{}, fmt.Errorf("session %s seq %d: seed %d is not below 2^53", w.Session, w.Seq, w.Message)
 		}
 		r.Event.Source, r.Event.Seed = string(w.Raw), uint64(w.Message)
+		lang, ok := model.ParseLanguage(w.MsgKind)
+		if !ok {
+			return Record{}, fmt.Errorf("session %s seq %d: unknown language %q", w.Session, w.Seq, w.MsgKind)
+		}
+		r.Event.Lang = lang
 	case model.CaseAdded:
 		var c model.Case
 		if err := json.Unmarshal(w.Raw, &c); err != nil {

@@ -69,6 +69,7 @@ func Sample(session string) []store.Record {
 		{Kind: model.MessageInjected, By: model.Instructor, Message: model.Message{ID: 4, Kind: model.ReplyMessage, From: model.Instructor, Raw: "{"}},
 		{Kind: model.MessageInjected, By: model.Instructor, Deliver: true, Message: model.Message{ID: 5, Kind: model.DeadlineMessage, From: model.Instructor, Key: model.Key{RunID: "run-0", CallID: "lookup"}}},
 		{Kind: model.CodeSubmitted, By: model.Student, Source: "export function begin() {}\n// \x00 é \U0001F600", Seed: model.MaxSeed - 1},
+		{Kind: model.CodeSubmitted, By: model.Student, Source: "let begin = (runId, callId) => ()", Lang: model.ReScript, Seed: 3},
 		{Kind: model.CaseAdded, By: model.Instructor, Case: &model.Case{Name: "late \u2713", Frames: model.Trace{
 			{Kind: model.QueueReply, Raw: "{\"runId\":\"run-1\"}\u2028"}, {Kind: model.StartRun}, {Kind: model.QueueDeadline}, {Kind: model.Deliver, Message: 1}}}},
 	}
