@@ -30,6 +30,9 @@ const (
 // trace is not valid) or that the session already has by that name.
 var ErrInvalidCase = errors.New("invalid case")
 
+// ErrUnknownCase refuses the removal of a case the session does not have.
+var ErrUnknownCase = errors.New("unknown case")
+
 // CodeInput is what the check of a session's latest submission is a
 // function of: Check(module of Source, Seed, Cases). Submissions counts
 // the submissions so far; 0 means none (nothing to check).
@@ -70,6 +73,10 @@ func (c CodeInput) next(e Event) CodeInput {
 		if e.Case != nil {
 			c.Cases = append(slices.Clip(c.Cases), *e.Case)
 		}
+	case CaseRemoved:
+		if e.Case != nil {
+			c.Cases = slices.DeleteFunc(slices.Clone(c.Cases), func(have Case) bool { return have.Name == e.Case.Name })
+		}
 	}
 	return c
 }
@@ -93,6 +100,14 @@ func (l *Lab) decideCode(cmd Command) (Event, error) {
 	}
 	c := *cmd.Case
 	name := strings.TrimSpace(c.Name)
+	if cmd.Kind == RemoveCase {
+		for _, have := range l.code.Cases {
+			if have.Name == name {
+				return Event{Kind: CaseRemoved, By: cmd.By, Case: &Case{Name: name}}, nil
+			}
+		}
+		return Event{}, fmt.Errorf("%w: this session has no case named %q", ErrUnknownCase, name)
+	}
 	switch {
 	case name == "":
 		return Event{}, fmt.Errorf("%w: a case needs a name", ErrInvalidCase)

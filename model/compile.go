@@ -79,7 +79,7 @@ type CompilerTasks struct {
 
 // Or is t with what o shows done added: a task once done stays done.
 func (t CompilerTasks) Or(o CompilerTasks) CompilerTasks {
-	return CompilerTasks{t.MissingRejected || o.MissingRejected, t.AddCancelled || o.AddCancelled}
+	return CompilerTasks{MissingRejected: t.MissingRejected || o.MissingRejected, AddCancelled: t.AddCancelled || o.AddCancelled}
 }
 
 // TasksOf says which of the lesson's tasks a build's diagnostics show:

@@ -35,7 +35,7 @@ func TestTasksOf(t *testing.T) {
 		{"none", nil, CompilerTasks{}},
 		{"the Rejected arm deleted", []Diagnostic{missing("Rejected(_)")}, CompilerTasks{MissingRejected: true}},
 		{"Cancelled added, three matches", []Diagnostic{missing("Cancelled"), missing("Cancelled"), missing("Cancelled")}, CompilerTasks{AddCancelled: true}},
-		{"both", []Diagnostic{missing("Cancelled"), missing("Rejected(_)")}, CompilerTasks{true, true}},
+		{"both", []Diagnostic{missing("Cancelled"), missing("Rejected(_)")}, CompilerTasks{MissingRejected: true, AddCancelled: true}},
 		{"a warning that did not stop the build", []Diagnostic{{Warning: &eight, Severity: SeverityWarning, Text: "for example: | Rejected(_)"}}, CompilerTasks{}},
 		{"another warning naming Rejected", []Diagnostic{{Warning: &eleven, Severity: SeverityError, Text: "Rejected(_) is unused"}}, CompilerTasks{}},
 		{"a type error naming Rejected", []Diagnostic{{Severity: SeverityError, Text: "for example: Rejected"}}, CompilerTasks{}},
@@ -46,7 +46,7 @@ func TestTasksOf(t *testing.T) {
 			t.Errorf("%s: TasksOf = %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
-	if got := (CompilerTasks{MissingRejected: true}).Or(CompilerTasks{AddCancelled: true}); got != (CompilerTasks{true, true}) {
+	if got := (CompilerTasks{MissingRejected: true}).Or(CompilerTasks{AddCancelled: true}); got != (CompilerTasks{MissingRejected: true, AddCancelled: true}) {
 		t.Errorf("Or = %+v", got)
 	}
 }

@@ -14,6 +14,7 @@ const (
 	KindInjectedDelivered = "injected-delivered"
 	KindCodeSubmitted     = "code-submitted"
 	KindCaseAdded         = "case-added"
+	KindCaseRemoved       = "case-removed"
 )
 
 // KindName is the name of e's kind. An injection delivered at once has a
@@ -37,6 +38,8 @@ func (e Event) KindName() string {
 		return KindCodeSubmitted
 	case CaseAdded:
 		return KindCaseAdded
+	case CaseRemoved:
+		return KindCaseRemoved
 	}
 	return fmt.Sprintf("unknown(%d)", e.Kind)
 }
@@ -61,6 +64,8 @@ func ParseKindName(name string) (kind EventKind, deliver bool, ok bool) {
 		return CodeSubmitted, false, true
 	case KindCaseAdded:
 		return CaseAdded, false, true
+	case KindCaseRemoved:
+		return CaseRemoved, false, true
 	}
 	return 0, false, false
 }

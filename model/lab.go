@@ -155,6 +155,8 @@ const (
 	SubmitCode
 	// AddCase adds an instructor's own case (Case) to the session's suite.
 	AddCase
+	// RemoveCase removes the instructor's case named Case.Name.
+	RemoveCase
 )
 
 // Command is one request to change a session.
@@ -194,6 +196,7 @@ const (
 	MessageInjected // an instructor's message joined the queue, and was delivered at once if Deliver
 	CodeSubmitted   // a module was submitted for the code check: Source and Seed
 	CaseAdded       // an instructor's case joined the session's suite: Case
+	CaseRemoved     // an instructor's case left the session's suite: Case (its name only)
 )
 
 // Event is one change, as stored and replayed: applying a session's events in
@@ -209,7 +212,7 @@ type Event struct {
 	Source     string     // CodeSubmitted: the module's text, as submitted
 	Lang       Language   // CodeSubmitted: the language Source is written in
 	Seed       uint64     // CodeSubmitted: the campaign's seed
-	Case       *Case      // CaseAdded: the case, validated (a pointer: Events compare with ==)
+	Case       *Case      // CaseAdded: the case, validated; CaseRemoved: its name (a pointer: Events compare with ==)
 }
 
 // Lab is one student's lab session: the current call, the run counter, the
@@ -318,7 +321,7 @@ func (l *Lab) Decide(cmd Command, lim Limits) (Event, error) {
 		return Event{Kind: Renamed, By: cmd.By, Name: name}, nil
 	case Inject:
 		return l.decideInjection(cmd, lim)
-	case SubmitCode, AddCase:
+	case SubmitCode, AddCase, RemoveCase:
 		return l.decideCode(cmd)
 	}
 	return Event{}, fmt.Errorf("unknown command kind %d", cmd.Kind)
@@ -515,7 +518,7 @@ func (l *Lab) next(e Event) (change, error) {
 		c.deliver(seq, m, l.decoded(m.ID), e.By, e.Prediction)
 	case Renamed:
 		c.name = e.Name
-	case CodeSubmitted, CaseAdded:
+	case CodeSubmitted, CaseAdded, CaseRemoved:
 		c.code = l.code.next(e)
 	default:
 		return change{}, fmt.Errorf("unknown event kind %d", e.Kind)

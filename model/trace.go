@@ -155,3 +155,24 @@ func (t *Trace) UnmarshalJSON(b []byte) error {
 	*t = out
 	return nil
 }
+
+// Words says each frame of t as a teacher clicked it ("queue a deadline",
+// "start a new run", "deliver message 1"), for a list of cases.
+func (t Trace) Words() []string {
+	out := make([]string, len(t))
+	for i, f := range t {
+		switch f.Kind {
+		case StartRun:
+			out[i] = "start a new run"
+		case QueueReply:
+			out[i] = "queue the reply " + f.Raw
+		case QueueDeadline:
+			out[i] = "queue a deadline"
+		case Deliver:
+			out[i] = "deliver message " + strconv.Itoa(f.Message)
+		default:
+			out[i] = frameText(f)
+		}
+	}
+	return out
+}

@@ -1,14 +1,13 @@
 package server
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"github.com/toolcall-lab/lab/internal/diagramsvg"
 	"github.com/toolcall-lab/lab/internal/jsclient"
 	"github.com/toolcall-lab/lab/internal/limit"
+	"github.com/toolcall-lab/lab/internal/rescript"
 	"github.com/toolcall-lab/lab/model"
 )
 
@@ -32,10 +32,18 @@ import (
 // session's drainer; row and failure, copied from it, are guarded by
 // session.mu.
 type codeState struct {
-	in     model.CodeInput // what the result is (or will be) of; Submissions 0: none
-	result *model.Result   // nil while checking
-	line   int             // a syntax error's place, 0 when unknown
-	column int
+	in       model.CodeInput // what the result is (or will be) of; Submissions 0: none
+	result   *model.Result   // nil while checking
+	line     int             // a syntax error's place, 0 when unknown
+	column   int
+	compiler []model.Diagnostic // a ReScript build's messages, with result
+	// tasks are the lesson's compiler tasks the session's ReScript
+	// submissions showed; unseen are the earlier ReScript sources whose
+	// builds it has not seen yet (superseded before their check ended, or
+	// replayed after a restart), the newest maxUnseenSources, which the
+	// checker compiles with the next check.
+	tasks  model.CompilerTasks
+	unseen []string
 	// json is the "code" object as encoded (encoded), "" before the
 	// first submission: kept, so a change of something else costs none.
 	json string
@@ -44,18 +52,41 @@ type codeState struct {
 	made   bool // bucket is made
 }
 
-// set makes in the input shown, as being checked.
+// set makes in the input shown, as being checked. A ReScript source it
+// replaces before its build was seen joins unseen, so that its tasks are
+// not lost.
 func (c *codeState) set(in model.CodeInput) {
-	c.in, c.result, c.line, c.column = in, nil, 0, 0
+	if c.in.Lang == model.ReScript && c.result == nil && c.in.Source != in.Source {
+		c.see(c.in.Source)
+	}
+	c.in, c.result, c.line, c.column, c.compiler = in, nil, 0, 0, nil
 	c.json = c.encoded()
+}
+
+// maxUnseenSources bounds the earlier ReScript sources a session keeps for
+// their tasks: a restart compiles at most this many of a session's again.
+const maxUnseenSources = 16
+
+// see keeps an earlier ReScript source whose build is not seen yet.
+func (c *codeState) see(source string) {
+	if c.tasks == (model.CompilerTasks{MissingRejected: true, AddCancelled: true}) || slices.Contains(c.unseen, source) {
+		return
+	}
+	if len(c.unseen) == maxUnseenSources {
+		c.unseen = slices.Delete(c.unseen, 0, 1)
+	}
+	c.unseen = append(c.unseen, source)
 }
 
 // codeFrame is the state frame's "code" object (docs/protocol.md).
 type codeFrame struct {
 	Submission int `json:"submission"`
 	model.Result
-	Line   int `json:"line,omitempty"`
-	Column int `json:"column,omitempty"`
+	Line     int                 `json:"line,omitempty"`
+	Column   int                 `json:"column,omitempty"`
+	Lang     model.Language      `json:"language"`
+	Compiler []model.Diagnostic  `json:"compiler,omitempty"`
+	Tasks    model.CompilerTasks `json:"tasks"`
 }
 
 // codeRow is the overview row's "code" (docs/instructor.md).
@@ -67,7 +98,13 @@ type codeRow struct {
 	Property    model.Property `json:"property,omitempty"`
 	// Own is how the program did on each of the instructor's own cases,
 	// so that the console says who passes one.
-	Own []model.CaseOutcome `json:"own,omitempty"`
+	Own  []model.CaseOutcome `json:"own,omitempty"`
+	Lang model.Language      `json:"language"`
+	// Warnings are the warning numbers of a refused build's errors, each
+	// once ([] for a build refused by plain errors); nil when the build
+	// was not refused.
+	Warnings []int               `json:"warnings,omitzero"`
+	Tasks    model.CompilerTasks `json:"tasks"`
 }
 
 const codeChecking = "checking"
@@ -77,7 +114,7 @@ func (c *codeState) encoded() string {
 	if c.in.Submissions == 0 {
 		return ""
 	}
-	f := codeFrame{Submission: c.in.Submissions, Line: c.line, Column: c.column}
+	f := codeFrame{Submission: c.in.Submissions, Line: c.line, Column: c.column, Lang: c.in.Lang, Compiler: c.compiler, Tasks: c.tasks}
 	if c.result != nil {
 		f.Result = *c.result
 	} else {
@@ -91,14 +128,35 @@ func (c *codeState) row() *codeRow {
 	if c.in.Submissions == 0 {
 		return nil
 	}
-	r := &codeRow{Submissions: c.in.Submissions, Status: codeChecking}
+	r := &codeRow{Submissions: c.in.Submissions, Status: codeChecking, Lang: c.in.Lang, Tasks: c.tasks}
 	if res := c.result; res != nil {
 		r.Status, r.Cases, r.Passed, r.Own = res.Status, res.Cases, res.Passed, res.Own
 		if res.Failure != nil {
 			r.Property = res.Failure.Property
 		}
+		r.Warnings = refusedWarnings(c.compiler)
 	}
 	return r
+}
+
+// refusedWarnings are the warning numbers of a refused build's errors,
+// each once, in order: [] when plain errors refused it, nil when nothing
+// did. A slice that is empty but not nil is written as [].
+func refusedWarnings(ds []model.Diagnostic) []int {
+	var out []int
+	for _, d := range ds {
+		if d.Severity != model.SeverityError {
+			continue
+		}
+		if out == nil {
+			out = []int{}
+		}
+		if d.Warning != nil && !slices.Contains(out, *d.Warning) {
+			out = append(out, *d.Warning)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // failure is the shrunk failing trace shown, nil when there is none.
@@ -117,6 +175,9 @@ func (s *session) admitCode(p *pending) error {
 	if !s.code.made {
 		s.code.bucket, s.code.made = limit.NewBucket(codeSessionRate, codeSessionBurst), true
 	}
+	if p.cmd.Lang == model.ReScript && !s.rescript {
+		return errNoCompiler
+	}
 	if !s.code.bucket.Allow(now) {
 		return fmt.Errorf("%w: at most %d at once, then one every %v in a session", errCodeRate, codeSessionBurst, time.Duration(float64(time.Second)/codeSessionRate))
 	}
@@ -132,7 +193,7 @@ func (s *session) admitCode(p *pending) error {
 // session shows "checking" and asks the checker. Called by the drainer
 // before it encodes the change.
 func (s *session) codeChanged(ev model.Event) {
-	if ev.Kind != model.CodeSubmitted && ev.Kind != model.CaseAdded {
+	if ev.Kind != model.CodeSubmitted && ev.Kind != model.CaseAdded && ev.Kind != model.CaseRemoved {
 		return
 	}
 	in := s.lab.Code()
@@ -140,6 +201,10 @@ func (s *session) codeChanged(ev model.Event) {
 		return // a case, with nothing to check yet
 	}
 	s.code.set(in)
+	if len(s.code.unseen) > 0 {
+		s.earlier(s, s.code.unseen)
+		s.code.unseen = nil
+	}
 	s.check(s, in)
 }
 
@@ -154,14 +219,33 @@ func (s *session) codeChecked(in model.CodeInput, out checkOutcome) {
 // to another input since (a newer submission or case: its own check is
 // queued). Called by the drainer.
 func (s *session) takeCodeResult(d *checkDone) {
-	if !d.in.Same(s.code.in) || s.code.result != nil {
+	// A task once shown stays done, whichever input's build showed it.
+	tasks := s.code.tasks.Or(d.out.tasks)
+	newTasks := tasks != s.code.tasks
+	s.code.tasks = tasks
+	if d.in.Same(s.code.in) && s.code.result == nil {
+		res := d.out.result
+		s.code.result, s.code.line, s.code.column, s.code.compiler = &res, d.out.line, d.out.column, d.out.compiler
+	} else if !newTasks {
 		return
 	}
-	res := d.out.result
-	s.code.result, s.code.line, s.code.column = &res, d.out.line, d.out.column
 	s.code.json = s.code.encoded()
 	s.republish()
 	s.changed()
+}
+
+// publishCode copies the code the session shows where other goroutines
+// read it: the row's cell, the failing trace and its input. Called by the
+// drainer with mu held (or before the session is shared).
+func (s *session) publishCode() {
+	s.row.Code, s.codeFailure, s.codeIn = s.code.row(), s.code.failure(), s.code.in
+}
+
+// codeInput is the input the session's last frame shows the check of.
+func (s *session) codeInput() model.CodeInput {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.codeIn
 }
 
 // codeOf is the session's code cell and failing trace, as of its last
@@ -188,20 +272,37 @@ type checker struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 
+	rescript Compiler // nil: the lab has no ReScript compiler
+
 	mu      sync.Mutex
 	queue   []*session
 	waiting map[*session]model.CodeInput
+	// earlier are sessions' earlier ReScript sources to compile for their
+	// tasks only, with the session's next check (codeState.unseen).
+	earlier map[*session][]string
 	running bool
 	stopped bool
 	worker  sync.WaitGroup
 }
 
-func newChecker(log *slog.Logger) *checker {
+func newChecker(log *slog.Logger, rescript Compiler) *checker {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &checker{
-		budget: jsclient.DefaultBudget(), deadline: codeCheckDeadline, log: log,
-		ctx: ctx, cancel: cancel, waiting: make(map[*session]model.CodeInput),
+		budget: jsclient.DefaultBudget(), deadline: codeCheckDeadline, log: log, rescript: rescript,
+		ctx: ctx, cancel: cancel, waiting: make(map[*session]model.CodeInput), earlier: make(map[*session][]string),
 	}
+}
+
+// remember keeps s's earlier ReScript sources for its next check (the
+// newest maxUnseenSources of them); it never waits.
+func (k *checker) remember(s *session, sources []string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.stopped {
+		return
+	}
+	all := append(k.earlier[s], sources...)
+	k.earlier[s] = all[max(0, len(all)-maxUnseenSources):]
 }
 
 // enqueue asks for a check of s's input in; it never waits.
@@ -227,7 +328,7 @@ func (k *checker) enqueue(s *session, in model.CodeInput) {
 func (k *checker) stop() {
 	k.mu.Lock()
 	k.stopped = true
-	k.queue, k.waiting = nil, map[*session]model.CodeInput{}
+	k.queue, k.waiting, k.earlier = nil, map[*session]model.CodeInput{}, map[*session][]string{}
 	k.mu.Unlock()
 	k.cancel()
 	k.worker.Wait()
@@ -245,10 +346,11 @@ func (k *checker) work() {
 		s := k.queue[0]
 		k.queue[0] = nil
 		k.queue = k.queue[1:]
-		in := k.waiting[s]
+		in, earlier := k.waiting[s], k.earlier[s]
 		delete(k.waiting, s)
+		delete(k.earlier, s)
 		k.mu.Unlock()
-		out := k.run(in)
+		out := k.run(in, earlier)
 		if k.ctx.Err() != nil {
 			continue // stopping: the result is of no one's use; the loop exits
 		}
@@ -256,10 +358,14 @@ func (k *checker) work() {
 	}
 }
 
-// checkOutcome is a finished check: the result, and a syntax error's place.
+// checkOutcome is a finished check: the result, a syntax error's place,
+// what the compiler said of a ReScript source, and the lesson's compiler
+// tasks the builds showed (of the source and of the earlier ones given).
 type checkOutcome struct {
 	result       model.Result
 	line, column int
+	compiler     []model.Diagnostic
+	tasks        model.CompilerTasks
 }
 
 // checkDone is a finished check on its way to the session's drainer.
@@ -270,15 +376,30 @@ type checkDone struct {
 
 // run checks one input under the deadline: past it (or on stop) the
 // sandbox is closed, which ends the check at its next call.
-func (k *checker) run(in model.CodeInput) checkOutcome {
+func (k *checker) run(in model.CodeInput, earlier []string) checkOutcome {
 	ctx, cancel := context.WithTimeout(k.ctx, k.deadline)
 	defer cancel()
 	started := time.Now()
 	base := model.Result{Status: model.CodeError, Seed: in.Seed}
-	newClient, sub, err := jsclient.Load(ctx, in.Source, k.budget)
+	tasks := k.earlierTasks(ctx, earlier)
+	source := in.Source
+	var diags []model.Diagnostic
+	if in.Lang == model.ReScript {
+		out, res, ok := k.compile(ctx, in)
+		diags, tasks = out.Diagnostics, tasks.Or(model.TasksOf(out.Diagnostics))
+		if !ok {
+			return checkOutcome{result: res, compiler: diags, tasks: tasks}
+		}
+		source = out.JS
+	}
+	newClient, sub, err := jsclient.Load(ctx, source, k.budget)
 	if err != nil {
 		var se *jsclient.SourceError
 		switch {
+		case errors.As(err, &se) && in.Lang == model.ReScript:
+			// The compiler's output, not the student's text: no place
+			// in their source to point at.
+			base.Error = se.Message
 		case errors.As(err, &se):
 			base.Error = se.Message
 			return checkOutcome{result: base, line: se.Line, column: se.Column}
@@ -288,7 +409,7 @@ func (k *checker) run(in model.CodeInput) checkOutcome {
 			k.log.Warn("starting a code check", "err", err)
 			base.Error = "The lab could not run the check; check the program again."
 		}
-		return checkOutcome{result: base}
+		return checkOutcome{result: base, compiler: diags, tasks: tasks}
 	}
 	unhook := context.AfterFunc(ctx, sub.Close)
 	res := model.Check(newClient, in.Seed, in.Cases)
@@ -299,10 +420,98 @@ func (k *checker) run(in model.CodeInput) checkOutcome {
 	}
 	k.log.Debug("code check", "status", res.Status, "cases", res.Cases, "passed", res.Passed,
 		"took", time.Since(started), "used", sub.Used(), "peakRSS", sub.PeakRSS())
-	return checkOutcome{result: res}
+	return checkOutcome{result: res, compiler: diags, tasks: tasks}
+}
+
+// Compiler compiles a ReScript module into one JavaScript module
+// (internal/rescript's *Compiler, sandboxed there).
+type Compiler interface {
+	Compile(ctx context.Context, source string) (rescript.Output, error)
+	Version() string
+}
+
+// compile builds a ReScript submission: ok with the JavaScript to check,
+// else the check's result (a refused build, or a compile that did not end).
+func (k *checker) compile(ctx context.Context, in model.CodeInput) (rescript.Output, model.Result, bool) {
+	res := model.Result{Status: model.CodeError, Seed: in.Seed}
+	if k.rescript == nil {
+		// A replica without the compiler, holding another's submission.
+		res.Error = "This copy of the lab has no ReScript compiler; ask your teacher to install ReScript (npm install rescript@12.2.0) and restart it."
+		return rescript.Output{}, res, false
+	}
+	out, err := k.rescript.Compile(ctx, in.Source)
+	var ce *rescript.Error
+	switch {
+	case errors.As(err, &ce):
+		res.Error = ce.Message
+	case err != nil && ctx.Err() != nil:
+		res.Error = fmt.Sprintf("The lab was too busy to compile the program within %v; check it again.", k.deadline)
+	case err != nil:
+		k.log.Warn("compiling a ReScript submission", "err", err)
+		res.Error = "The lab could not run the compiler; check the program again."
+	case out.Refused:
+		n := 0
+		for _, d := range out.Diagnostics {
+			if d.Severity == model.SeverityError {
+				n++
+			}
+		}
+		problems := "problems"
+		if n == 1 {
+			problems = "problem"
+		}
+		res.Error = fmt.Sprintf("The program does not compile: %d %s.", n, problems)
+	default:
+		return out, res, true
+	}
+	return out, res, false
+}
+
+// earlierTasks compiles earlier ReScript sources for the lesson's tasks
+// they show, skipping a source that cannot show one (the example of the
+// missing case names a constructor the source declares).
+func (k *checker) earlierTasks(ctx context.Context, sources []string) model.CompilerTasks {
+	var t model.CompilerTasks
+	if k.rescript == nil {
+		return t
+	}
+	for _, src := range sources {
+		if !strings.Contains(src, "Rejected") && !strings.Contains(src, "Cancelled") {
+			continue
+		}
+		if out, err := k.rescript.Compile(ctx, src); err == nil {
+			t = t.Or(model.TasksOf(out.Diagnostics))
+		}
+	}
+	return t
 }
 
 // ---- the routes ------------------------------------------------------------------
+
+// enableReScript tells a teacher how to give a lab ReScript.
+const enableReScript = "ReScript is not installed on this lab. To enable it, install the compiler in the lab's folder (npm install rescript@12.2.0) or name it with -rescript, and restart the lab."
+
+// codeLanguages answers GET /code.json: the languages the lab checks a
+// module in, the default first (ReScript, the lesson's own, where the lab
+// has its compiler).
+func (s *Server) codeLanguages(c echo.Context) error {
+	type rescriptInfo struct {
+		Version string `json:"version"`
+	}
+	out := struct {
+		Languages []model.Language `json:"languages"`
+		Default   model.Language   `json:"default"`
+		ReScript  *rescriptInfo    `json:"rescript"`
+		Enable    string           `json:"enable,omitempty"`
+	}{Languages: []model.Language{model.JavaScript}, Default: model.JavaScript, Enable: enableReScript}
+	if s.cfg.ReScript != nil {
+		out.Languages = []model.Language{model.ReScript, model.JavaScript}
+		out.Default, out.Enable = model.ReScript, ""
+		out.ReScript = &rescriptInfo{Version: s.cfg.ReScript.Version()}
+	}
+	c.Response().Header().Set("Cache-Control", "no-cache")
+	return c.JSON(http.StatusOK, out)
+}
 
 // studentFailureSVG answers GET /lab/:id/code/failure.svg: the student's
 // own failing trace (the session's address is the grant, as for its
@@ -339,93 +548,6 @@ func (s *Server) failureSVG(c echo.Context, id string) error {
 		return err // a shrunk trace plays on a new session: a defect, answered 500
 	}
 	return answerSVG(c, diagramsvg.Render(d, diagramsvg.Options{}))
-}
-
-// addCases answers POST /api/code/cases: an instructor's case added to the
-// target sessions' suites (an event in each log), which re-checks their
-// latest submission; a result per session, as /api/inject answers.
-func (s *Server) addCases(c echo.Context) error {
-	body, err := s.jsonBody(c)
-	if err != nil {
-		return err
-	}
-	req, cs, err := decodeCaseRequest(body)
-	if err != nil {
-		return err
-	}
-	if err := s.injectAllowed(c, req); err != nil {
-		return err
-	}
-	results := s.submitEach(req, model.Command{Kind: model.AddCase, By: model.Instructor, Case: &cs})
-	applied := 0
-	for _, res := range results {
-		if res.Applied {
-			applied++
-		}
-	}
-	out := struct {
-		Applied int            `json:"applied"`
-		Results []injectResult `json:"results"`
-		Error   string         `json:"error,omitempty"`
-	}{applied, results, ""}
-	if !req.all && req.class == "" && len(results) == 1 && results[0].Reason == "unknown_session" {
-		out.Error = results[0].Error
-		return c.JSON(http.StatusNotFound, out)
-	}
-	return c.JSON(http.StatusOK, out)
-}
-
-// decodeCaseRequest is the one place POST /api/code/cases bodies are
-// decoded:
-//
-//	{"name": "<case name>", "frames": [<client frames>],
-//	 "sessions": ["<id>", …] | "class": "<id>" | "all": true}
-//
-// Each frame is decoded as the student's WebSocket frames are
-// (decodeFrame), and the trace checked as the checker will play it.
-func decodeCaseRequest(body []byte) (injectRequest, model.Case, error) {
-	var in struct {
-		Name     *string           `json:"name"`
-		Frames   []json.RawMessage `json:"frames"`
-		Sessions []string          `json:"sessions"`
-		All      bool              `json:"all"`
-		Class    *string           `json:"class"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
-		return injectRequest{}, model.Case{}, badRequest("the body is not a valid case request: %v", err)
-	}
-	if dec.More() {
-		return injectRequest{}, model.Case{}, badRequest("the body must hold one JSON object")
-	}
-	req, err := decodeTargets(in.Sessions, in.All, in.Class)
-	if err != nil {
-		return req, model.Case{}, err
-	}
-	if in.Name == nil || strings.TrimSpace(*in.Name) == "" {
-		return req, model.Case{}, badRequest(`give the case a name in "name"`)
-	}
-	cs := model.Case{Name: strings.TrimSpace(*in.Name), Frames: make(model.Trace, 0, len(in.Frames))}
-	if len(in.Frames) > model.MaxCaseFrames {
-		return req, model.Case{}, badRequest("a case has at most %d frames, not %d", model.MaxCaseFrames, len(in.Frames))
-	}
-	for i, raw := range in.Frames {
-		cmd, err := decodeFrame(raw, model.Instructor)
-		if err != nil {
-			return req, model.Case{}, badRequest("frame %d: %v", i+1, err)
-		}
-		cs.Frames = append(cs.Frames, model.Command{Kind: cmd.Kind, Raw: cmd.Raw, Message: cmd.Message})
-	}
-	if err := model.ValidateTrace(cs.Frames); err != nil {
-		return req, model.Case{}, badRequest("the case cannot be played: %v", err)
-	}
-	// What the sessions' own checks refuse (the name's length and
-	// characters, the text's bytes) is refused here too, before any.
-	if _, err := model.NewLab().Decide(model.Command{Kind: model.AddCase, Case: &cs}, model.Limits{}); err != nil {
-		return req, model.Case{}, badRequest("%v", err)
-	}
-	return req, cs, nil
 }
 
 // codeColumns are the grades' code cells of session id, which made n

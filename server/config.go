@@ -38,6 +38,9 @@ type Config struct {
 	// X-Forwarded-For is believed for the client address in logs; empty
 	// means the direct peer address is used and the header ignored.
 	TrustedProxies []*net.IPNet
+	// ReScript compiles students' ReScript submissions (internal/rescript);
+	// nil: the lab has no compiler, and such a submission is refused.
+	ReScript Compiler
 	// Store keeps every session's events; Start loads the sessions from it.
 	// Default (nil): a fresh in-memory store (store.NewMemory). The Server
 	// never closes it: whoever opened it does, after Shutdown.

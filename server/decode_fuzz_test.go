@@ -258,15 +258,19 @@ func FuzzDecodeCaseRequest(f *testing.F) {
 		`{"name":"x","frames":[{"type":"rename","name":"y"}],"all":true}`, `{"name":"x","frames":[{"type":"start"}]}`,
 		`{"name":"x","frames":[{"type":"submitCode","source":""}],"all":true}`, `{"name":"x","frames":[1],"all":true}`,
 		`{"name":"a\nb","frames":[{"type":"start"}],"class":"x"}`, `{"name":"x","frames":[{"type":"start"}],"all":true,"x":1}`,
+		`{"name":"x","fromSession":"5f0c0d4e-0000-4000-8000-000000000001","fromRun":"run-2","all":true}`,
+		`{"name":"x","fromFailure":"5f0c0d4e-0000-4000-8000-000000000001","class":"x"}`, `{"name":"x","fromRun":"run-2","all":true}`,
+		`{"name":"x","frames":[{"type":"start"}],"fromSession":"5f0c0d4e-0000-4000-8000-000000000001","all":true}`,
+		`{"name":"x","fromSession":"nope","all":true}`, `{"name":"x","fromSession":"5f0c0d4e-0000-4000-8000-000000000001","fromRun":"run-0","all":true}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		req, cs, err := decodeCaseRequest(data)
+		req, cs, from, err := decodeCaseRequest(data)
 		if err != nil {
 			var e *Error
 			if !errors.As(err, &e) || e.Status < 400 || e.Text == "" {
-				if !errors.Is(err, errNoSuchClass) {
+				if !errors.Is(err, errNoSuchClass) && !errors.Is(err, errUnknownSession) {
 					t.Fatalf("error %v is not a request error", err)
 				}
 			}
@@ -275,7 +279,12 @@ func FuzzDecodeCaseRequest(f *testing.F) {
 		if strings.TrimSpace(cs.Name) == "" || cs.Name != strings.TrimSpace(cs.Name) {
 			t.Fatalf("case name %q", cs.Name)
 		}
-		if err := model.ValidateTrace(cs.Frames); err != nil {
+		if from.session != "" {
+			// The frames are read from the session, then checked.
+			if !canonicalID(from.session) || cs.Frames != nil || (from.failure == (from.fromRun > 0)) {
+				t.Fatalf("a case from a session: %+v %+v", from, cs)
+			}
+		} else if err := model.ValidateTrace(cs.Frames); err != nil {
 			t.Fatalf("accepted a case the checker cannot play: %v", err)
 		}
 		if !req.all && req.class == "" && len(req.sessions) == 0 {

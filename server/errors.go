@@ -104,6 +104,17 @@ var errDrawingBusy = sentinel("busy", http.StatusServiceUnavailable, "the lab is
 // address's allowance of checks (limits.go).
 var errCodeRate = sentinel("rate_limit", http.StatusTooManyRequests, "too many programs checked lately: wait a few seconds and check again")
 
+// errNoCompiler refuses a ReScript submission on a lab started without
+// the ReScript compiler (docs/code.md, "Where the compiler comes from").
+var errNoCompiler = sentinel("unavailable", http.StatusServiceUnavailable, "this lab has no ReScript compiler: write the module in JavaScript, or ask your teacher to install ReScript (npm install rescript@12.2.0 in the lab's folder) and restart the lab")
+
+// errNoProgram refuses to play a trace on a session that has submitted
+// no program, and errCannotPlay one the lab could not start a sandbox for.
+var (
+	errNoProgram  = sentinel("no_program", http.StatusConflict, "this session has no program to play: write one and press Check first")
+	errCannotPlay = sentinel("busy", http.StatusServiceUnavailable, "the lab could not run the program just now; try again")
+)
+
 // errNoFailure answers a failing trace's drawing for a session whose
 // program has no failure (none submitted, being checked, or passing).
 var errNoFailure = sentinel("no_failure", http.StatusNotFound, "this session's program has no failing case to draw")
@@ -140,6 +151,7 @@ var (
 	errInvalidName   = sentinel("invalid_name", http.StatusBadRequest, "")
 	errNotApplicable = sentinel("not_applicable", http.StatusConflict, "")
 	errInvalidCase   = sentinel("invalid_case", http.StatusBadRequest, "")
+	errUnknownCase   = sentinel("unknown_case", http.StatusNotFound, "")
 )
 
 // ---- the store failed ---------------------------------------------------------
@@ -290,6 +302,8 @@ func modelRefusal(err error) *Error {
 		return errNotApplicable
 	case errors.Is(err, model.ErrInvalidCase):
 		return errInvalidCase
+	case errors.Is(err, model.ErrUnknownCase):
+		return errUnknownCase
 	}
 	return nil
 }

@@ -60,7 +60,11 @@ func decodeFrame(data []byte, by model.Actor) (model.Command, error) {
 		if len(source) > model.MaxSourceBytes {
 			return model.Command{}, &model.LimitError{Cap: "program size in bytes", Max: model.MaxSourceBytes}
 		}
-		return model.Command{Kind: model.SubmitCode, By: by, Source: source}, nil
+		lang, err := languageField(v)
+		if err != nil {
+			return model.Command{}, err
+		}
+		return model.Command{Kind: model.SubmitCode, By: by, Source: source, Lang: lang}, nil
 	}
 	return model.Command{}, badFrame("unknown frame type %q", typ)
 }
@@ -149,6 +153,23 @@ func messageField(v jsjson.Value) (int, error) {
 		return 0, badFrame(`field "message" must be a message id (a whole number from 1), not %s`, m.Text)
 	}
 	return int(f), nil
+}
+
+// languageField reads the optional "language" of a submitCode frame;
+// absent is JavaScript, as before the field existed.
+func languageField(v jsjson.Value) (model.Language, error) {
+	if _, ok := v.Member("language"); !ok {
+		return model.JavaScript, nil
+	}
+	word, err := stringField(v, "language")
+	if err != nil {
+		return 0, err
+	}
+	lang, ok := model.ParseLanguage(word)
+	if !ok || word == "" {
+		return 0, badFrame(`field "language" must be "rescript" or "javascript", not %q`, word)
+	}
+	return lang, nil
 }
 
 // predictField reads the optional "predict" of a deliver frame: one of the

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/toolcall-lab/lab/internal/sharedframe"
 	"github.com/toolcall-lab/lab/model"
@@ -46,6 +47,9 @@ func restoreSession(info store.Session, recs []store.Record, cfg *Config, m *met
 		if _, err := s.lab.Apply(r.Event); err != nil {
 			return nil, fmt.Errorf("session %s: replaying seq %d: %w", info.ID, r.Seq, err)
 		}
+		if r.Event.Kind == model.CodeSubmitted && r.Event.Lang == model.ReScript {
+			s.code.see(r.Event.Source) // the latest is dropped below: its check sees it
+		}
 		s.count(r.Event)
 		s.clock.steps(s.lab.Exercise(), r.Seq, r.Time)
 		if r.Event.By == model.Student {
@@ -53,6 +57,7 @@ func restoreSession(info store.Session, recs []store.Record, cfg *Config, m *met
 		}
 	}
 	if in := s.lab.Code(); in.Submissions > 0 {
+		s.code.unseen = slices.DeleteFunc(s.code.unseen, func(src string) bool { return in.Lang == model.ReScript && src == in.Source })
 		s.code.set(in) // checked again once held (Server.holdStored)
 		s.enc.code = s.code.json
 	}
@@ -62,7 +67,7 @@ func restoreSession(info store.Session, recs []store.Record, cfg *Config, m *met
 	s.frame = frame
 	s.row = newRow(s.id, v, s.lastOwn)
 	s.row.progress = s.clock.progress(v)
-	s.row.Code = s.code.row()
+	s.publishCode()
 	s.rowGen++
 	return s, nil
 }

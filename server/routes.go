@@ -47,8 +47,11 @@ func (s *Server) routes() *echo.Echo {
 	programs.GET("/lab/:id/ws", s.studentSocket)
 	programs.GET("/lab/:id/diagram.svg", s.studentDiagram)         // the student's own session drawn (diagram.go)
 	programs.GET("/lab/:id/code/failure.svg", s.studentFailureSVG) // the student's failing case drawn (code.go)
+	programs.POST("/lab/:id/code/play", s.playSides)               // a trace played on the model and the student's program (cases.go)
+	programs.POST("/lab/:id/code/cases", s.keepOwnCase)            // a case of the student's own (cases.go)
 	pages.StaticFS("/static", static.Files)
 	programs.GET("/exercise.json", s.exerciseSteps) // the nine steps' texts (exercise.go)
+	programs.GET("/code.json", s.codeLanguages)     // the languages a module may be written in (code.go)
 
 	// Operations (ops.go; README "Operations", docs/metrics.md).
 	programs.GET("/healthz", s.healthz)
@@ -92,7 +95,9 @@ func (s *Server) routes() *echo.Echo {
 	api.GET("/sessions/:id/diagram.svg", s.diagramSVG, s.requireInstructor) // diagram.go
 	downloads.GET("/sessions/:id/shiviz.log", s.shivizLog, s.requireInstructor)
 	api.GET("/sessions/:id/code/failure.svg", s.sessionFailureSVG, s.requireInstructor) // code.go
-	api.POST("/code/cases", s.addCases, s.requireInstructor)                            // code.go
+	api.POST("/code/cases", s.addCases, s.requireInstructor)                            // cases.go
+	api.GET("/code/cases", s.listCases, s.requireInstructor)                            // cases.go
+	api.DELETE("/code/cases/:name", s.removeCases, s.requireInstructor)                 // cases.go
 	downloads.GET("/export.csv", s.exportCSV, s.requireInstructor, serverWide)
 	downloads.GET("/grades.csv", s.exportGrades, s.requireInstructor, serverWide) // grades.go
 	return e

@@ -215,6 +215,20 @@ func TestEveryRouteRefusesBadInput(t *testing.T) {
 			{name: "unknown session", method: "GET", path: "/lab/" + unknown + "/code/failure.svg", status: 404, answer: jsonError, contains: "unknown session"},
 			{name: "wrong method", method: "POST", path: "/lab/" + unknown + "/code/failure.svg", status: 405, answer: jsonError},
 		},
+		"POST /lab/:id/code/play": {
+			{name: "not JSON content", method: "POST", path: "/lab/" + unknown + "/code/play", header: map[string]string{"Content-Type": "text/plain"}, body: `{}`, status: 415, answer: jsonError},
+			{name: "not a trace", method: "POST", path: "/lab/" + unknown + "/code/play", header: map[string]string{"Content-Type": "application/json"}, body: `{"frames":3}`, status: 400, answer: jsonError, contains: "frames"},
+			{name: "a trace that cannot be played", method: "POST", path: "/lab/" + unknown + "/code/play", header: map[string]string{"Content-Type": "application/json"}, body: `{"frames":[{"type":"deliver","message":1}]}`, status: 400, answer: jsonError, contains: "unknown message id"},
+			{name: "unknown session", method: "POST", path: "/lab/" + unknown + "/code/play", header: map[string]string{"Content-Type": "application/json"}, body: `{"frames":[{"type":"start"}]}`, status: 404, answer: jsonError, contains: "unknown session"},
+			{name: "not a UUID", method: "POST", path: "/lab/nope/code/play", header: map[string]string{"Content-Type": "application/json"}, body: `{"frames":[{"type":"start"}]}`, status: 404, answer: jsonError},
+			{name: "wrong method", method: "GET", path: "/lab/" + unknown + "/code/play", status: 405, answer: jsonError},
+		},
+		"POST /lab/:id/code/cases": {
+			{name: "not JSON content", method: "POST", path: "/lab/" + unknown + "/code/cases", header: map[string]string{"Content-Type": "text/plain"}, body: `{}`, status: 415, answer: jsonError},
+			{name: "no name", method: "POST", path: "/lab/" + unknown + "/code/cases", header: map[string]string{"Content-Type": "application/json"}, body: `{"frames":[{"type":"start"}]}`, status: 400, answer: jsonError, contains: "name"},
+			{name: "an unknown field", method: "POST", path: "/lab/" + unknown + "/code/cases", header: map[string]string{"Content-Type": "application/json"}, body: `{"name":"x","frames":[{"type":"start"}],"all":true}`, status: 400, answer: jsonError},
+			{name: "unknown session", method: "POST", path: "/lab/" + unknown + "/code/cases", header: map[string]string{"Content-Type": "application/json"}, body: `{"name":"x","frames":[{"type":"start"}]}`, status: 404, answer: jsonError, contains: "unknown session"},
+		},
 		"GET /api/sessions/:id/code/failure.svg": {
 			{name: "no credentials", method: "GET", path: "/api/sessions/" + unknown + "/code/failure.svg", status: 401, answer: jsonError},
 			{name: "unknown id", method: "GET", path: "/api/sessions/" + unknown + "/code/failure.svg", header: bearer, status: 404, answer: jsonError, contains: "unknown session"},
@@ -227,6 +241,20 @@ func TestEveryRouteRefusesBadInput(t *testing.T) {
 			{name: "no target", method: "POST", path: "/api/code/cases", header: withBearer(map[string]string{"Content-Type": "application/json"}), body: `{"name":"x","frames":[{"type":"start"}]}`, status: 400, answer: jsonError},
 			{name: "a trace that cannot be played", method: "POST", path: "/api/code/cases", header: withBearer(map[string]string{"Content-Type": "application/json"}), body: `{"all":true,"name":"x","frames":[{"type":"deliver","message":1}]}`, status: 400, answer: jsonError, contains: "unknown message id"},
 			{name: "unknown session", method: "POST", path: "/api/code/cases", header: withBearer(map[string]string{"Content-Type": "application/json"}), body: `{"sessions":["` + unknown + `"],"name":"x","frames":[{"type":"start"}]}`, status: 404, answer: jsonError, contains: "unknown session"},
+		},
+		"GET /api/code/cases": {
+			{name: "no credentials", method: "GET", path: "/api/code/cases?all=true", status: 401, answer: jsonError},
+			{name: "no target", method: "GET", path: "/api/code/cases", header: bearer, status: 400, answer: jsonError, contains: "class"},
+			{name: "two targets", method: "GET", path: "/api/code/cases?all=true&session=" + unknown, header: bearer, status: 400, answer: jsonError},
+			{name: "all=yes", method: "GET", path: "/api/code/cases?all=yes", header: bearer, status: 400, answer: jsonError, contains: "all"},
+			{name: "unknown session", method: "GET", path: "/api/code/cases?session=" + unknown, header: bearer, status: 404, answer: jsonError, contains: "unknown session"},
+			{name: "unknown class", method: "GET", path: "/api/code/cases?class=nope", header: bearer, status: 404, answer: jsonError},
+		},
+		"DELETE /api/code/cases/:name": {
+			{name: "no credentials", method: "DELETE", path: "/api/code/cases/x?all=true", status: 401, answer: jsonError},
+			{name: "no target", method: "DELETE", path: "/api/code/cases/x", header: bearer, status: 400, answer: jsonError},
+			{name: "unknown session", method: "DELETE", path: "/api/code/cases/x?session=" + unknown, header: bearer, status: 404, answer: jsonError, contains: "unknown session"},
+			{name: "a blank name", method: "DELETE", path: "/api/code/cases/%20?all=true", header: bearer, status: 400, answer: jsonError, contains: "name"},
 		},
 		"GET /api/sessions/:id/diagram.svg": {
 			{name: "no credentials", method: "GET", path: "/api/sessions/" + unknown + "/diagram.svg", status: 401, answer: jsonError},
@@ -336,6 +364,9 @@ func TestEveryRouteRefusesBadInput(t *testing.T) {
 			{name: "wrong cookie", method: "GET", path: "/api/grades.csv", header: wrongCookie, status: 401, answer: jsonError},
 			{name: "wrong method", method: "POST", path: "/api/grades.csv", header: bearer, status: 405, answer: jsonError},
 			{name: "a class key", method: "GET", path: "/api/grades.csv", header: classKey, status: 403, answer: jsonError},
+		},
+		"GET /code.json": {
+			{name: "wrong method", method: "POST", path: "/code.json", status: 405, answer: jsonError},
 		},
 		"GET /exercise.json": {
 			{name: "wrong method", method: "POST", path: "/exercise.json", status: 405, answer: jsonError},

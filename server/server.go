@@ -138,7 +138,7 @@ func New(cfg Config) (*Server, error) {
 		writes:         writes,
 		listening:      &outage{what: "listening to other replicas", log: cfg.Logger},
 	}
-	s.checker = newChecker(cfg.Logger)
+	s.checker = newChecker(cfg.Logger, cfg.ReScript)
 	s.metrics = newMetrics(s.sessionCount)
 	s.overview = newOverview(s.tableIn, func(rows []sessionRow) classSummary {
 		return summarize(rows, s.cfg.Now(), s.cfg.StuckAfter)
@@ -331,7 +331,7 @@ func (s *Server) getOrCreate(id string) (*session, error) {
 	sess.unreserve = s.unreserve
 	sess.renameMember = s.renameMember
 	sess.stale = s.markStale
-	sess.check, sess.allowCode = s.checker.enqueue, s.addrs.AllowCode
+	sess.check, sess.earlier, sess.allowCode = s.checker.enqueue, s.checker.remember, s.addrs.AllowCode
 	s.sessions[id] = sess
 	return sess, nil
 }
@@ -344,11 +344,13 @@ func (s *Server) holdStored(sess *session) {
 	sess.reserve, sess.unreserve = s.reserve, s.unreserve
 	sess.renameMember = s.renameMember
 	sess.stale = s.markStale
-	sess.check, sess.allowCode = s.checker.enqueue, s.addrs.AllowCode
+	sess.check, sess.earlier, sess.allowCode = s.checker.enqueue, s.checker.remember, s.addrs.AllowCode
 	s.stored++
 	s.sessions[sess.id] = sess
 	if sess.code.in.Submissions > 0 && sess.code.result == nil {
 		// Read from the log, not yet shared: its result is computed again.
+		s.checker.remember(sess, sess.code.unseen)
+		sess.code.unseen = nil
 		s.checker.enqueue(sess, sess.code.in)
 	}
 }

@@ -89,11 +89,16 @@ type session struct {
 	caps  eventCaps
 
 	// check asks the Server's checker for a check of the session's code
-	// (code.go); allowCode spends a client address's allowance of them.
+	// (code.go), earlier hands it earlier ReScript sources for their
+	// tasks; allowCode spends a client address's allowance of checks.
 	check     func(s *session, in model.CodeInput)
+	earlier   func(s *session, sources []string)
 	allowCode func(addr string) bool
-	// codeFailure is the failing trace the last frame shows (guarded by mu).
+	rescript  bool // the lab has a ReScript compiler
+	// codeFailure is the failing trace the last frame shows, and codeIn
+	// the input it is of (both guarded by mu).
 	codeFailure *model.Failure
+	codeIn      model.CodeInput
 
 	lab           *model.Lab   // owned by the current drainer
 	enc           stateEncoder // owned by the current drainer
@@ -158,6 +163,8 @@ func newSession(id string, cfg *Config, m *metrics, frames *sharedframe.Pool, ch
 		renameMember: func(string, string) error { return nil },
 		stale:        func(string) {},
 		check:        func(*session, model.CodeInput) {}, allowCode: func(string) bool { return true },
+		earlier:      func(*session, []string) {},
+		rescript:     cfg.ReScript != nil,
 		stuckAfter:   cfg.StuckAfter,
 		storeTimeout: orDefault(cfg.StoreTimeout, defaultStoreTimeout),
 		caps:         eventCaps{runs: cfg.MaxRuns, renames: cfg.MaxRenames, events: cfg.MaxEvents},
@@ -612,7 +619,7 @@ func (s *session) broadcast(now, own time.Time, entries func() []timelineEntry) 
 	s.row = newRow(s.id, v, s.lastOwn)
 	s.row.progress = prog
 	s.row.Tabs = len(s.conns)
-	s.row.Code, s.codeFailure = s.code.row(), s.code.failure()
+	s.publishCode()
 	s.rowGen++
 	for _, c := range s.conns {
 		c.sendShared(frame)
@@ -649,7 +656,7 @@ func (s *session) republish() {
 	s.enc.encode(s.lab)
 	s.mu.Lock()
 	old := s.nextFrame()
-	s.row.Code, s.codeFailure = s.code.row(), s.code.failure()
+	s.publishCode()
 	s.rowGen++
 	for _, c := range s.conns {
 		c.sendShared(s.frame)

@@ -44,7 +44,7 @@ func newTimelineEntry(ev model.Event, seq uint64, l *model.Lab, notice string, a
 		e.MessageKind = ev.Message.Kind.String()
 	case model.Renamed:
 		e.Label = ev.Name
-	case model.CodeSubmitted, model.CaseAdded:
+	case model.CodeSubmitted, model.CaseAdded, model.CaseRemoved:
 		e.Label = store.CodeLabel(ev)
 	}
 	if m, ok := l.Message(ev.Message.ID); ok {

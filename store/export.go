@@ -54,6 +54,10 @@ func CodeLabel(e model.Event) string {
 		if e.Case != nil {
 			return fmt.Sprintf("case %q, %d frames", e.Case.Name, len(e.Case.Frames))
 		}
+	case model.CaseRemoved:
+		if e.Case != nil {
+			return fmt.Sprintf("case %q removed", e.Case.Name)
+		}
 	}
 	return ""
 }
@@ -76,7 +80,7 @@ func WriteJSONLines(w io.Writer, recs []Record) error {
 			l.Label = r.Event.Name
 		case model.MessageDelivered:
 			l.Prediction = r.Event.Prediction.String()
-		case model.CodeSubmitted, model.CaseAdded:
+		case model.CodeSubmitted, model.CaseAdded, model.CaseRemoved:
 			l.Label = CodeLabel(r.Event)
 			l.Source, l.Seed, l.Case = r.Event.Source, r.Event.Seed, r.Event.Case
 			if r.Event.Kind == model.CodeSubmitted {

@@ -127,7 +127,7 @@ func check(r Record) error {
 		if _, ok := model.ParseLanguage(r.Event.Lang.String()); !ok {
 			return fmt.Errorf("encoding a code submission: unknown language %d", r.Event.Lang)
 		}
-	case model.CaseAdded:
+	case model.CaseAdded, model.CaseRemoved:
 		if r.Event.Case == nil {
 			return errors.New("encoding a case: no case")
 		}
@@ -167,7 +167,7 @@ func Encode(r Record) (Row, error) {
 		if r.Event.Lang != model.JavaScript {
 			w.MsgKind = r.Event.Lang.String()
 		}
-	case model.CaseAdded:
+	case model.CaseAdded, model.CaseRemoved:
 		b, err := json.Marshal(r.Event.Case)
 		if err != nil {
 			return Row{}, fmt.Errorf("encoding a case: %w", err)
@@ -218,10 +218,13 @@ func Decode(w Row) (Record, error) {
 			return Record{}, fmt.Errorf("session %s seq %d: unknown language %q", w.Session, w.Seq, w.MsgKind)
 		}
 		r.Event.Lang = lang
-	case model.CaseAdded:
+	case model.CaseAdded, model.CaseRemoved:
 		var c model.Case
 		if err := json.Unmarshal(w.Raw, &c); err != nil {
 			return Record{}, fmt.Errorf("session %s seq %d: %w", w.Session, w.Seq, err)
+		}
+		if kind == model.CaseRemoved {
+			c.Frames = nil // a removal names its case only
 		}
 		r.Event.Case = &c
 	case model.MessageDelivered:

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"os/signal"
 	"runtime/debug"
 	"slices"
@@ -22,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolcall-lab/lab/internal/rescript"
 	"github.com/toolcall-lab/lab/server"
 	"github.com/toolcall-lab/lab/store/postgres"
 	"github.com/toolcall-lab/lab/store/sqlite"
@@ -45,6 +47,7 @@ type config struct {
 	dataSync        string
 	gcPercent       int    // the Go collector's GOGC while serving
 	debugAddr       string // net/http/pprof's own listener; "" for none
+	rescript        string // the ReScript compiler (bsc.exe); "" to look for one
 }
 
 // memoryData as -data keeps sessions in memory only: for demos and tests.
@@ -92,6 +95,7 @@ func settings(c *config) []setting {
 		{"log-format", "LAB_LOG_FORMAT", "log format: text or json", choiceValue{&c.logFormat, []string{"text", "json"}}},
 		{"log-level", "LAB_LOG_LEVEL", "least log level: debug, info, warn or error", levelValue{&c.logLevel}},
 		{"gc-percent", "LAB_GC_PERCENT", "Go's GOGC while serving: the heap grows by this percent of what survived the last collection before the next one (more memory, less CPU)", intValue{&c.gcPercent}},
+		{"rescript", "LAB_RESCRIPT", "the ReScript compiler students' ToolCall.res is compiled with: the path of rescript 12's bsc.exe (default: ./node_modules/@rescript/linux-x64/bin/bsc.exe, then bsc.exe on PATH; none found: JavaScript only)", stringValue{&c.rescript}},
 		{"debug-addr", "LAB_DEBUG_ADDR", "address of a second listener serving Go's profiles (/debug/pprof/) for measuring the lab; keep it on loopback, it has no token (default: none)", stringValue{&c.debugAddr}},
 		{"metrics-token", "LAB_METRICS_TOKEN", "bearer token that /metrics requires (default: none)", stringValue{&sc.MetricsToken}},
 		{"instructor-token", "LAB_INSTRUCTOR_TOKEN", "secret of the instructor console and API (default: a random one, printed at start)", secretValue{&sc.InstructorToken}},
@@ -475,6 +479,26 @@ func checkHealth(ctx context.Context, addr string) error {
 	return nil
 }
 
+// findReScript finds the ReScript compiler students' modules are compiled
+// with (docs/code.md, "Where the compiler comes from"): none found leaves
+// the lab to JavaScript; a wrong one named by -rescript stops it, and one
+// found by looking is passed over with a warning.
+func findReScript(setting string, log *slog.Logger) (*rescript.Compiler, error) {
+	c, err := rescript.Find(setting, exec.LookPath)
+	switch {
+	case err == nil:
+		log.Info("students may write ReScript", "compiler", c.Version())
+		return c, nil
+	case errors.Is(err, rescript.ErrNotFound) && setting == "":
+		log.Info("students write JavaScript only: no ReScript compiler found; npm install rescript@12.2.0 in this folder enables ReScript")
+		return nil, nil
+	case setting != "":
+		return nil, fmt.Errorf("-rescript: %w", err)
+	}
+	log.Warn("students write JavaScript only: the ReScript compiler found cannot be used", "err", err)
+	return nil, nil
+}
+
 func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) error {
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
@@ -485,6 +509,13 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 
 	scfg := cfg.server
 	scfg.Logger = log
+	compiler, err := findReScript(cfg.rescript, log)
+	if err != nil {
+		return err
+	}
+	if compiler != nil {
+		scfg.ReScript = compiler
+	}
 	// A generated token is kept beside the SQLite file (tokenFile); the
 	// memory store and PostgreSQL get a fresh one each start.
 	generated, keptAt, madeNow := scfg.InstructorToken == "", "", false

@@ -72,6 +72,7 @@ func Sample(session string) []store.Record {
 		{Kind: model.CodeSubmitted, By: model.Student, Source: "let begin = (runId, callId) => ()", Lang: model.ReScript, Seed: 3},
 		{Kind: model.CaseAdded, By: model.Instructor, Case: &model.Case{Name: "late \u2713", Frames: model.Trace{
 			{Kind: model.QueueReply, Raw: "{\"runId\":\"run-1\"}\u2028"}, {Kind: model.StartRun}, {Kind: model.QueueDeadline}, {Kind: model.Deliver, Message: 1}}}},
+		{Kind: model.CaseRemoved, By: model.Instructor, Case: &model.Case{Name: "late \u2713"}},
 	}
 	out := make([]store.Record, len(evs))
 	for i, e := range evs {

@@ -1,0 +1,94 @@
+package model
+
+import "fmt"
+
+// Side by side: a trace played on the reference and on a student's module,
+// every step of it shown, not only the first that differs, so that a
+// student can step through a failure and branch from any step (play other
+// frames than the trace did) and see where the two part.
+
+// StepSides is one frame of a trace and what each side showed after it:
+// the lab's model, and the module (its view's JSON text, null when it has
+// none, its notice, and its error). Differs is whether they disagree as
+// the check compares them.
+type StepSides struct {
+	Frame    Command  `json:"-"`
+	Expected Expected `json:"expected"`
+	Got      Got      `json:"got"`
+	Differs  bool     `json:"differs"`
+	// Property names the difference in words, at the first step that
+	// differs only (later steps follow from an earlier difference).
+	Property Property `json:"property,omitempty"`
+}
+
+// MaxSideBySideFrames bounds a trace played side by side, as a case.
+const MaxSideBySideFrames = MaxCaseFrames
+
+// SideBySide plays t on the reference and on a fresh module and shows
+// every step of both. Unlike a check it goes on past the first difference
+// (both sides keep going from where each is), and stops at a step where
+// the module raised an error (the steps after it cannot be played). The
+// error is the trace's own (one the lab cannot play) or newClient's.
+func SideBySide(newClient NewClient, t Trace) ([]StepSides, error) {
+	if len(t) > MaxSideBySideFrames {
+		return nil, fmt.Errorf("a trace has at most %d frames, not %d", MaxSideBySideFrames, len(t))
+	}
+	if err := ValidateTrace(t); err != nil {
+		return nil, err
+	}
+	c, err := newClient()
+	if err != nil {
+		return nil, err
+	}
+	ref := newRefHost()
+	h := &host{c: c, notice: NoticeReady, runs: 1}
+	setupErr := h.begin(runID(1))
+	out := make([]StepSides, 0, len(t))
+	first := true
+	for _, f := range t {
+		f = Command{Kind: f.Kind, Raw: f.Raw, Message: f.Message}
+		before := ref.call
+		if err := ref.step(f); err != nil {
+			return nil, err // ValidateTrace let it through: a defect
+		}
+		s := StepSides{Frame: f, Expected: Expected{Call: viewJSON(ref.call.View()), Notice: ref.notice}}
+		err := setupErr
+		mutated := ""
+		if err == nil {
+			mutated, err = h.step(f)
+		}
+		if err != nil {
+			s.Got = Got{Error: strPtr(err.Error())}
+			s.Differs = true
+			if first {
+				s.Property = PropError
+			}
+			out = append(out, s)
+			return out, nil
+		}
+		s.Got = h.got()
+		if mutated != "" {
+			s.Got.Error = strPtr(mutated)
+		}
+		want := ref.call.View()
+		s.Differs = h.shape != "" || h.parsed != want || h.notice != ref.notice || mutated != ""
+		if s.Differs && first {
+			first = false
+			switch {
+			case h.shape != "":
+				s.Property = PropViewShape
+			case h.parsed != want || h.notice != ref.notice:
+				rs := refStep{frame: f, before: before, after: ref.call}
+				if f.Kind == Deliver {
+					rs.msg = ref.held[f.Message-1]
+					rs.kind = Explain(before, rs.msg).Kind
+				}
+				s.Property = classify(rs, h.parsed, h.notice)
+			default:
+				s.Property = PropMutates
+			}
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
