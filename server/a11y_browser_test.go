@@ -84,6 +84,7 @@ func TestBrowserAccessibilityEveryPage(t *testing.T) {
 	widths(student, "student page, busy", "", 360, 1280)
 	// Write the client: the panel open with the skeleton, then with a failure.
 	openCodePanel(student)
+	chooseLanguage(student, "javascript")
 	widths(student, "student page, code panel open, not checked", "", 360, 1280)
 	setCode(student, jsModule(t, "wrong/deadline-over-result.js"))
 	student.do("check a wrong module", chromedp.Click(chromedp.ID("code-check")))
