@@ -84,11 +84,25 @@ func TestBrowserAccessibilityEveryPage(t *testing.T) {
 	widths(student, "student page, busy", "", 360, 1280)
 	// Write the client: the panel open with the skeleton, then with a failure.
 	openCodePanel(student)
+	chooseLanguage(student, "javascript")
 	widths(student, "student page, code panel open, not checked", "", 360, 1280)
 	setCode(student, jsModule(t, "wrong/deadline-over-result.js"))
 	student.do("check a wrong module", chromedp.Click(chromedp.ID("code-check")))
 	waitChecked(student, "the failure", `document.getElementById("code").dataset.status === "failed"`)
 	widths(student, "student page, code panel with a failure", `document.querySelector("#code-failure-svg > svg") !== null`, 360, 1280)
+	// In ReScript, a build the compiler refuses: its messages marked and
+	// listed, the compiler tasks shown (when the lab compiles ReScript).
+	if offersReScript(student) {
+		chooseLanguage(student, "rescript")
+		waitJS(student, "the ReScript skeleton", `window.labCodeEditor.getValue().includes("let view = (call: call): view =>")`)
+		deleteRejectedArm(student)
+		student.do("check without the Rejected arm", chromedp.Click(chromedp.ID("code-check")))
+		waitChecked(student, "the refused build", `document.getElementById("code").dataset.status === "error" && !document.getElementById("code-diagnostics").hidden`)
+		student.do("the first message", chromedp.Click(chromedp.CSS("#code-diagnostic-list button")))
+		widths(student, "student page, ReScript panel with a refused build", `document.querySelectorAll("#code-editor .code-diag-error").length > 0`, 360, 1280)
+	} else {
+		t.Log("the lab offers no ReScript (GET /code.json): the ReScript panel is not checked here (TestBrowserCodeReScriptPanel checks it with a /code.json of its own)")
+	}
 
 	p.do("the class console", chromedp.Navigate(ts.URL+"/instructor/classes/"+cl.ID))
 	waitJS(p, "five students", consoleReady+` && document.querySelectorAll("#overview-body > tr").length === 5`)

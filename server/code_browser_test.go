@@ -14,11 +14,31 @@ import (
 )
 
 // openCodePanel opens the "Write the client" panel and waits for the
-// editor (CodeMirror, loaded when the panel first opens).
+// editor (CodeMirror, loaded when the panel first opens) and for the
+// languages the lab offers (GET /code.json).
 func openCodePanel(p *tab) {
 	p.t.Helper()
+	// A lab without GET /code.json answers 404, which Chromium logs as an
+	// error; the page then offers JavaScript alone.
+	p.expectProblem("/code.json")
 	p.do("open Write the client", chromedp.Click(chromedp.ID("code-toggle")))
-	waitJS(p, "the code editor", `document.getElementById("code-toggle").getAttribute("aria-expanded") === "true" && !!window.labCodeEditor && !!document.querySelector("#code-editor .CodeMirror")`)
+	waitJS(p, "the code editor", `document.getElementById("code-toggle").getAttribute("aria-expanded") === "true" && !!window.labCodeEditor && !!document.querySelector("#code-editor .CodeMirror") && !!document.getElementById("code").dataset.languages`)
+}
+
+// chooseLanguage puts the editor in lang ("javascript" or "rescript"),
+// clicking its radio button when the lab offers a choice.
+func chooseLanguage(p *tab, lang string) {
+	p.t.Helper()
+	if evalJS[string](p, `document.getElementById("code").dataset.language`) != lang {
+		p.do("choose "+lang, chromedp.Click(chromedp.ID("code-lang-"+lang)))
+	}
+	waitJS(p, lang+" in the editor", `document.getElementById("code").dataset.language === "`+lang+`" && window.labCodeEditor.getOption("mode") === "`+lang+`"`)
+}
+
+// offersReScript says whether the lab under test compiles ReScript (its
+// GET /code.json lists it).
+func offersReScript(p *tab) bool {
+	return evalJS[bool](p, `document.getElementById("code").dataset.languages.split(" ").includes("rescript")`)
 }
 
 // setCode puts source into the editor through its API, as a paste would.
@@ -53,6 +73,7 @@ func TestBrowserCodeEditor(t *testing.T) {
 		t.Fatal("the code panel is open, or the editor loaded, before the student opened it")
 	}
 	openCodePanel(p)
+	chooseLanguage(p, "javascript")
 	skeleton := evalJS[string](p, `window.labCodeEditor.getValue()`)
 	for _, fn := range []string{"export function begin(runId, callId)", "export function receive(call, raw)", "export function expire(call, runId, callId)", "export function view(call)"} {
 		if !strings.Contains(skeleton, fn) {
@@ -122,6 +143,7 @@ func TestBrowserCodeCheck(t *testing.T) {
 	id := student.open(base + "/").Session
 	student.do("name", chromedp.SetValue(chromedp.ID("name"), "Ada"), chromedp.Click(chromedp.ID("set-name")))
 	openCodePanel(student)
+	chooseLanguage(student, "javascript")
 
 	// A syntax error: its line is marked.
 	setCode(student, "export function begin(runId, callId) {\n  return {\n}\nexport function view(c) { return c }\n")
@@ -192,6 +214,7 @@ func TestBrowserCodeScreenshots(t *testing.T) {
 	id := student.open(base + "/").Session
 	student.do("name", chromedp.SetValue(chromedp.ID("name"), "Ada"), chromedp.Click(chromedp.ID("set-name")))
 	openCodePanel(student)
+	chooseLanguage(student, "javascript")
 	setCode(student, jsModule(t, "wrong/deadline-over-result.js"))
 	student.do("check", chromedp.Click(chromedp.ID("code-check")))
 	waitJS(student, "the failure drawn", `document.querySelector("#code-failure-svg > svg") !== null`)
@@ -200,6 +223,7 @@ func TestBrowserCodeScreenshots(t *testing.T) {
 		other.open(base + "/")
 		other.do("name", chromedp.SetValue(chromedp.ID("name"), name), chromedp.Click(chromedp.ID("set-name")))
 		openCodePanel(other)
+		chooseLanguage(other, "javascript")
 		module := "correct.js"
 		if name == "Chen" {
 			module = "wrong/run-id-only.js"

@@ -1,17 +1,20 @@
-// The student page's "Write the client" panel (issue 33, docs/code.md "The
-// page"): the student writes the seed's ToolCall module (begin, receive,
-// expire, view) in a code editor, Check sends it to the lab
-// ({"type":"submitCode"} over the page's one socket), and the state frame's
-// "code" says how it did: the cases passed, the seed, an error with its line
-// marked in the editor, and the first failure step by step with the failing
-// step highlighted, drawn by the server (GET /lab/{id}/code/failure.svg,
-// shown as the session diagram is, diagram.js).
+// The student page's "Write the client" panel (issues 33 and 41, docs/code.md
+// "The page"): the student writes the lesson's ToolCall module (begin,
+// receive, expire, view) in ReScript or JavaScript in a code editor, Check
+// sends it to the lab ({"type":"submitCode","language":…} over the page's
+// one socket), and the state frame's "code" says how it did: the compiler's
+// errors and warnings marked in the editor and listed, the cases passed, the
+// seed, an error with its line marked, and the first failure step by step
+// with the failing step highlighted, drawn by the server (GET
+// /lab/{id}/code/failure.svg, shown as the session diagram is, diagram.js).
+// The languages the lab offers come from GET /code.json (JavaScript alone
+// when it answers nothing); each language keeps its own draft.
 //
 // The editor is CodeMirror 5, vendored under vendor/ (no build step); its
 // 400 KB are loaded only when the panel is first opened, so the free lab
 // stays as light as it was. Until then (or if it cannot load) a plain
-// textarea holds the code. The draft lives in localStorage per session, so a
-// reload keeps it. All text goes through textContent.
+// textarea holds the code. The drafts live in localStorage per session, so a
+// reload keeps them. All text goes through textContent.
 //
 // lab.js calls initCode once, renderCode with every state and codeRefused
 // with every error frame.
@@ -28,11 +31,29 @@ const MAX_SOURCE_BYTES = 64 * 1024;
 const CHECK_HOLD_MS = 30_000;
 const SAVE_MS = 300;
 
-// SKELETON is what the editor starts with: the four functions with the
-// seed's shapes, loading but failing most cases, each saying what it must do.
+// The languages a student can write in, by the names the protocol uses.
+const LANGUAGES = { rescript: "ReScript", javascript: "JavaScript" };
+// What the page says when /code.json does not answer (a lab older than
+// issue 41): JavaScript alone.
+const NO_CONFIG = {
+  languages: ["javascript"],
+  default: "javascript",
+  rescript: null,
+  enable: "the lab's server has no ReScript compiler; your instructor can install ReScript 12.2.0 beside it.",
+};
+// The lesson's "What the compiler checks", as two tasks the lab ticks
+// (the state's code.tasks) once a ReScript submission has shown them.
+const TASKS = [
+  ["missingRejected", "Delete the Rejected arm of view's switch and press Check: the build is refused at that match, naming Rejected."],
+  ["addCancelled", "Add Cancelled to the status type and press Check: each match on the status is listed, naming Cancelled."],
+];
+
+// SKELETON is what the JavaScript editor starts with: the four functions
+// with the lesson's shapes, loading but failing most cases, each saying what
+// it must do. The ReScript one is ToolCall.res, fetched when first needed.
 export const SKELETON = `// Your ToolCall module: the lab calls these four functions exactly as the
-// seed's main.js does, and compares what view and the notices show with its
-// own model after every step. Plain JavaScript or the seed's compiled
+// lesson's main.js does, and compares what view and the notices show with its
+// own model after every step. Plain JavaScript or the lesson's compiled
 // ReScript (an ES module ending in export { ... }, no imports).
 // A call value is yours: the lab never looks inside it, only at view(call).
 
@@ -92,7 +113,24 @@ const STATUS_WORDS = {
 
 const panel = {
   send: null, // (frame) => bool, lab.js's send
-  key: "", // the localStorage key of this session's draft
+  key: "", // the localStorage key of this session's drafts (lab.code.<id>)
+  config: null, // the promise of /code.json's answer, once asked
+  languages: ["javascript"], // the languages the lab offers
+  lang: "javascript", // the language in the editor
+  langSeq: 0, // the last language switch asked for
+  skeletons: { javascript: SKELETON }, // the ReScript one once fetched
+  radios: {}, // language -> its radio button
+  langBox: null,
+  langNote: null,
+  label: null,
+  tasks: null,
+  taskItems: null, // task name -> {li, state}
+  diag: null, // the compiler's messages under the editor
+  diagTitle: null,
+  diagList: null,
+  diagKey: "",
+  marks: [], // the editor's marks of the compiler's ranges
+  gutters: [], // line handles with a gutter sign
   section: null,
   toggle: null,
   summary: null,
@@ -118,7 +156,7 @@ const panel = {
   ownList: null,
   dialog: null,
   waiting: null, // { submission, timer } while this tab's check is out
-  marked: null, // the editor line handle marked as the error's
+  marked: [], // the editor line handles with a background
   last: null, // the last state's code
   lastKey: "", // its JSON, to tell a new result from the one shown
   saveTimer: 0,
@@ -154,11 +192,12 @@ export function initCode(section, { send, sessionId }) {
   const intro = el(
     "p",
     "hint",
-    "Write the module the seed's lesson is about: begin, receive, expire and view in JavaScript. Check plays the walkthrough's nine steps and a few hundred random traces on your module and on the lab's own model, and compares what they show and say after every step.",
+    "Write the module the lesson is about: begin, receive, expire and view, in ReScript (the lab compiles it with the lesson's flags) or in JavaScript. Check plays the walkthrough's nine steps and a few hundred random traces on your module and on the lab's own model, and compares what they show and say after every step.",
   );
   const label = el("label", "code-label", "Your ToolCall module (JavaScript)");
   label.htmlFor = "code-source";
   label.id = "code-label";
+  panel.label = label;
   panel.textarea = el("textarea", "code-source");
   panel.textarea.id = "code-source";
   panel.textarea.spellcheck = false;
@@ -193,7 +232,20 @@ export function initCode(section, { send, sessionId }) {
   panel.error.id = "code-error";
   panel.error.hidden = true;
 
-  body.append(intro, label, editorBox, panel.keysNote, actions, panel.status, panel.error, buildFailure(sessionId), buildOwn());
+  body.append(
+    intro,
+    buildLanguages(),
+    buildTasks(),
+    label,
+    editorBox,
+    panel.keysNote,
+    actions,
+    panel.status,
+    buildDiagnostics(),
+    panel.error,
+    buildFailure(sessionId),
+    buildOwn(),
+  );
   panel.dialog = buildDialog();
   section.setAttribute("aria-labelledby", "code-toggle");
   section.replaceChildren(heading, body, panel.dialog);
@@ -212,6 +264,79 @@ export function initCode(section, { send, sessionId }) {
   window.addEventListener("pagehide", saveNow);
   if (readStore(`${panel.key}.open`) === "true") setOpen(true);
   renderSummary();
+}
+
+// buildLanguages builds the language choice: a radio group of the languages
+// /code.json offers (hidden until it answers, and when it offers one), and
+// a note saying what the compiler does, or why ReScript is not offered.
+function buildLanguages() {
+  const box = el("div", "code-languages");
+  const group = el("fieldset", "code-language-choice");
+  group.id = "code-language";
+  group.hidden = true;
+  group.append(el("legend", "", "Language"));
+  for (const [lang, name] of Object.entries(LANGUAGES)) {
+    const label = el("label", "code-language-option");
+    const radio = el("input");
+    radio.type = "radio";
+    radio.name = "code-language";
+    radio.value = lang;
+    radio.id = `code-lang-${lang}`;
+    radio.checked = lang === panel.lang;
+    radio.addEventListener("change", () => {
+      if (radio.checked) chooseLanguage(lang, true);
+    });
+    panel.radios[lang] = radio;
+    label.append(radio, document.createTextNode(` ${name}`));
+    group.append(label);
+  }
+  panel.langBox = group;
+  panel.langNote = el("p", "hint code-language-note");
+  panel.langNote.id = "code-lang-note";
+  box.append(group, panel.langNote);
+  return box;
+}
+
+// buildTasks builds the two guided tasks of the lesson's "What the compiler
+// checks", each with its state in words ("✓ done" or "not yet").
+function buildTasks() {
+  const box = el("div", "code-tasks");
+  box.id = "code-tasks";
+  box.hidden = true;
+  const h = el("h3", "", "Try what the compiler checks");
+  h.id = "code-tasks-heading";
+  const ol = el("ol", "code-task-list");
+  ol.id = "code-task-list";
+  ol.setAttribute("aria-labelledby", h.id);
+  panel.taskItems = {};
+  for (const [name, text] of TASKS) {
+    const li = el("li", "code-task");
+    li.dataset.task = name;
+    li.dataset.done = "false";
+    const state = el("span", "code-task-state", "not yet");
+    li.append(el("span", "", `${text} `), state);
+    ol.append(li);
+    panel.taskItems[name] = { li, state };
+  }
+  box.append(h, ol);
+  panel.tasks = box;
+  return box;
+}
+
+// buildDiagnostics builds the list of the compiler's messages: each a
+// button that puts the cursor at its range.
+function buildDiagnostics() {
+  const box = el("div", "code-diagnostics");
+  box.id = "code-diagnostics";
+  box.hidden = true;
+  panel.diagTitle = el("h3", "", "Compiler warnings");
+  panel.diagTitle.id = "code-diagnostics-heading";
+  panel.diagList = el("ol", "code-diagnostic-list");
+  panel.diagList.id = "code-diagnostic-list";
+  panel.diagList.setAttribute("aria-labelledby", panel.diagTitle.id);
+  box.append(panel.diagTitle, panel.diagList);
+  panel.diag = box;
+  return box;
 }
 
 function buildFailure(sessionId) {
@@ -288,7 +413,11 @@ function buildDialog() {
   d.setAttribute("aria-labelledby", "code-reset-title");
   const title = el("h2", "", "Reset to the skeleton?");
   title.id = "code-reset-title";
-  const text = el("p", "", "Your code in the editor is replaced by the skeleton of the four functions, and this draft is gone. Results already checked stay.");
+  const text = el(
+    "p",
+    "",
+    "Your code in the editor is replaced by the skeleton of the four functions in the language chosen, and this draft is gone. Results already checked stay.",
+  );
   const actions = el("div", "actions");
   const yes = el("button", "", "Replace my code with the skeleton");
   yes.type = "button";
@@ -300,9 +429,11 @@ function buildDialog() {
   d.append(title, text, actions);
   yes.addEventListener("click", () => {
     d.close();
-    setSource(SKELETON);
-    saveNow();
-    focusEditor();
+    withSkeleton(panel.lang, (text) => {
+      setSource(text);
+      saveNow();
+      focusEditor();
+    });
   });
   no.addEventListener("click", () => d.close());
   return d;
@@ -315,8 +446,120 @@ function setOpen(open) {
   panel.toggle.setAttribute("aria-expanded", String(open));
   writeStore(`${panel.key}.open`, String(open));
   panel.svgView.setActive(open && !panel.failure.hidden);
-  if (open) loadEditor().then(() => panel.editor?.refresh());
+  if (open) {
+    loadConfig();
+    loadEditor().then(() => panel.editor?.refresh());
+  }
 }
+
+// ---- the languages ------------------------------------------------------------
+
+// loadConfig asks the lab once which languages it offers (GET /code.json)
+// and puts the editor in the student's: the last one chosen in this
+// session, else the lab's default. No answer means JavaScript alone.
+function loadConfig() {
+  if (panel.config) return panel.config;
+  panel.config = fetch("/code.json", { headers: { Accept: "application/json" } })
+    .then((r) => (r.ok ? r.json() : NO_CONFIG))
+    .catch(() => NO_CONFIG)
+    .then(applyConfig);
+  return panel.config;
+}
+
+function applyConfig(config) {
+  const cfg = config && typeof config === "object" ? config : NO_CONFIG;
+  const offered = list(cfg.languages).filter((l) => Object.hasOwn(LANGUAGES, l));
+  panel.languages = offered.length > 0 ? offered : ["javascript"];
+  const rescript = panel.languages.includes("rescript");
+  for (const [lang, radio] of Object.entries(panel.radios)) radio.parentElement.hidden = !panel.languages.includes(lang);
+  panel.langBox.hidden = panel.languages.length < 2;
+  if (rescript) {
+    const version = str(cfg.rescript?.version);
+    setText(
+      panel.langNote,
+      `ReScript${version ? ` ${version}` : ""} is compiled with the lesson's flags: a case a switch forgets, or an unused variable, stops the build (name a parameter you do not use yet with a leading _, as _raw).`,
+    );
+    fetchSkeleton("rescript"); // ready before it is asked for
+  } else {
+    const enable = str(cfg.enable) || NO_CONFIG.enable;
+    setText(panel.langNote, `Language: JavaScript. ReScript is not available in this lab: ${enable}`);
+  }
+  const stored = readStore(`${panel.key}.language`);
+  const def = str(cfg.default);
+  const want = panel.languages.includes(stored) ? stored : panel.languages.includes(def) ? def : panel.languages[0];
+  setData(panel.section, "languages", panel.languages.join(" "));
+  return chooseLanguage(want, false);
+}
+
+const draftKey = (lang) => (lang === "rescript" ? `${panel.key}.draft.rescript` : `${panel.key}.draft`);
+
+// fetchSkeleton fetches a language's skeleton once (the JavaScript one is
+// SKELETON); the promise gives its text.
+function fetchSkeleton(lang) {
+  const have = panel.skeletons[lang];
+  if (typeof have === "string") return Promise.resolve(have);
+  if (have) return have;
+  const p = fetch("/static/ToolCall.res")
+    .then((r) => {
+      if (!r.ok) throw new Error(`ToolCall.res: ${r.status}`);
+      return r.text();
+    })
+    .then((text) => {
+      panel.skeletons[lang] = text;
+      return text;
+    })
+    .catch(() => {
+      delete panel.skeletons[lang];
+      return "// The ReScript skeleton could not be loaded: reload the page to try again.\n";
+    });
+  panel.skeletons[lang] = p;
+  return p;
+}
+
+// withSkeleton calls fn with a language's skeleton: at once when it is
+// here, else once fetched.
+function withSkeleton(lang, fn) {
+  const have = panel.skeletons[lang];
+  if (typeof have === "string") fn(have);
+  else fetchSkeleton(lang).then(fn);
+}
+
+// chooseLanguage puts lang in the editor: the draft of the language left is
+// saved, lang's own draft (or its skeleton) replaces the text, and the
+// editor's mode, its label and the tasks follow. remember keeps the choice
+// for this session.
+async function chooseLanguage(lang, remember) {
+  if (!panel.languages.includes(lang)) lang = panel.languages[0];
+  const seq = ++panel.langSeq;
+  if (remember) writeStore(`${panel.key}.language`, lang);
+  if (lang !== panel.lang) {
+    saveNow();
+    const stored = readStore(draftKey(lang));
+    const text = stored ?? (await fetchSkeleton(lang));
+    if (seq !== panel.langSeq) return;
+    panel.lang = lang;
+    setSource(text);
+    panel.editor?.clearHistory();
+  }
+  showLanguage();
+}
+
+// showLanguage brings what depends on the language up to date.
+function showLanguage() {
+  const lang = panel.lang;
+  const name = LANGUAGES[lang];
+  for (const [l, radio] of Object.entries(panel.radios)) radio.checked = l === lang;
+  setText(panel.label, `Your ToolCall module (${name})`);
+  panel.tasks.hidden = lang !== "rescript";
+  setData(panel.section, "language", lang);
+  if (panel.editor) {
+    if (panel.editor.getOption("mode") !== lang) panel.editor.setOption("mode", lang);
+    panel.editor.setOption("screenReaderLabel", screenReaderLabel());
+  }
+  markError(panel.last);
+}
+
+const screenReaderLabel = () => `Your ToolCall module (${LANGUAGES[panel.lang]}). Esc then Tab leaves the editor.`;
 
 // loadEditor loads CodeMirror's scripts once (classic scripts, from this
 // server: the CSP allows them) and replaces the textarea with the editor.
@@ -325,6 +568,8 @@ function loadEditor() {
   if (panel.loading) return panel.loading;
   panel.loading = loadScript(`${VENDOR}/lib/codemirror.js`)
     .then(() => loadScript(`${VENDOR}/mode/javascript/javascript.js`))
+    .then(() => loadScript(`${VENDOR}/addon/mode/simple.js`))
+    .then(() => loadScript("/static/rescript-mode.js"))
     .then(makeEditor)
     .catch(() => setText(panel.status, "The code editor could not be loaded; the plain text box works the same."));
   return panel.loading;
@@ -344,7 +589,7 @@ function makeEditor() {
   const CM = window.CodeMirror;
   if (!CM) throw new Error("no CodeMirror");
   const editor = CM.fromTextArea(panel.textarea, {
-    mode: "javascript",
+    mode: panel.lang,
     lineNumbers: true,
     indentUnit: 2,
     tabSize: 2,
@@ -353,7 +598,7 @@ function makeEditor() {
     lineWrapping: window.matchMedia("(max-width: 40rem)").matches,
     // contenteditable lets a screen reader read the text as it is.
     inputStyle: "contenteditable",
-    screenReaderLabel: "Your ToolCall module (JavaScript). Esc then Tab leaves the editor.",
+    screenReaderLabel: screenReaderLabel(),
     extraKeys: {
       Esc: () => {
         panel.leaving = true;
@@ -422,8 +667,10 @@ function writeStore(key, value) {
   }
 }
 
+// loadDraft is the JavaScript draft, the editor's text until /code.json
+// says which language the student writes in.
 function loadDraft() {
-  return readStore(`${panel.key}.draft`) ?? SKELETON;
+  return readStore(draftKey("javascript")) ?? SKELETON;
 }
 
 function saveSoon() {
@@ -434,7 +681,7 @@ function saveSoon() {
 function saveNow() {
   clearTimeout(panel.saveTimer);
   panel.saveTimer = 0;
-  if (panel.section) writeStore(`${panel.key}.draft`, source());
+  if (panel.section) writeStore(draftKey(panel.lang), source());
 }
 
 // ---- checking ---------------------------------------------------------------
@@ -448,7 +695,7 @@ function check() {
     setText(panel.status, `Not checked: your module is ${bytes} bytes, more than the ${MAX_SOURCE_BYTES} the lab takes.`);
     return;
   }
-  if (!panel.send({ type: "submitCode", source: text })) return;
+  if (!panel.send({ type: "submitCode", source: text, language: panel.lang })) return;
   const timer = setTimeout(endWait, CHECK_HOLD_MS);
   panel.waiting = { submission: num(panel.last?.submission), timer };
   panel.check.setAttribute("aria-disabled", "true");
@@ -491,10 +738,14 @@ export function renderCode(state) {
   else setText(panel.status, statusSentence(code));
   if (!fresh) return;
   setData(panel.section, "status", code ? str(code.status) : "");
-  const error = str(code?.error);
+  // A refused build's error only counts the problems the list under the
+  // editor shows one by one.
+  const error = refused(code) ? "" : str(code?.error);
   panel.error.hidden = error === "";
   if (error) fillError(error, errorLine(code));
   else panel.error.replaceChildren();
+  showDiagnostics(code);
+  showTasks(code);
   markError(code);
   showFailure(code && (code.status === "failed" || code.status === "error") ? code.failure : null, code);
   showOwn(list(code?.own));
@@ -512,6 +763,7 @@ function statusSentence(code) {
     case "failed":
       return `${which}failed: ${cases}.`;
     case "error":
+      if (refused(code)) return `${which}does not compile: ${problems(code)}.`;
       return num(code.cases) > 0 ? `${which}error: ${cases}.` : `${which}error: the module could not be checked.`;
     default:
       return `${which}${str(code.status)}`;
@@ -522,13 +774,34 @@ function renderSummary() {
   const code = panel.last;
   let text = "";
   if (panel.waiting || code?.status === "checking") text = "checking…";
+  else if (refused(code)) text = `does not compile: ${problems(code)}`;
   else if (code) text = `${(STATUS_WORDS[str(code.status)] ?? str(code.status)).toLowerCase()}, ${num(code.passed)} of ${num(code.cases)} cases`;
   setText(panel.summary, text ? ` (${text})` : "");
 }
 
+const languageOf = (code) => (code?.language === "rescript" ? "rescript" : "javascript");
+const diagnostics = (code) => list(code?.compiler).filter((d) => d && typeof d === "object" && num(d.line) > 0);
+
+// refused says whether code is a build the compiler refused: an error with
+// at least one of the compiler's messages an error.
+function refused(code) {
+  return code?.status === "error" && diagnostics(code).some((d) => d.severity === "error");
+}
+
+// problems counts a refused build's problems ("3 problems", "1 problem"), as
+// the lab's error says, else the compiler's errors.
+function problems(code) {
+  const m = /(\d+) problems?\b/.exec(str(code.error));
+  const n = m ? Number(m[1]) : diagnostics(code).filter((d) => d.severity === "error").length;
+  return `${n} problem${n === 1 ? "" : "s"}`;
+}
+
 // errorLine is the 1-based line the result blames: the frame's line for a
-// syntax error, else the first "line N" its error names; 0 if none.
+// syntax error, else the first "line N" its error names; 0 if none. A
+// ReScript program's runtime errors name lines of the compiled JavaScript,
+// not of the source: none.
 function errorLine(code) {
+  if (languageOf(code) === "rescript") return 0;
   if (num(code.line) > 0) return num(code.line);
   const m = /\bline (\d+)/.exec(`${str(code.error)} ${str(code.failure?.got?.error)}`);
   return m ? Number(m[1]) : 0;
@@ -549,22 +822,128 @@ function fillError(text, line) {
   panel.error.replaceChildren(...parts);
 }
 
-// markError marks the line the result blames in the editor (a background
-// and a gutter sign), and unmarks the one before.
+// markError marks what the result blames in the editor, and unmarks what
+// it marked before: for ReScript each of the compiler's ranges (an error's
+// with a background on its first line and a "!" in the gutter, a warning's
+// underlined); for JavaScript the line the error names. Nothing is marked
+// in the other language's text.
 function markError(code) {
   const editor = panel.editor;
   if (!editor) return;
-  if (panel.marked) {
-    editor.removeLineClass(panel.marked, "background", "code-error-line");
-    editor.setGutterMarker(panel.marked, "code-error-gutter", null);
-    panel.marked = null;
-  }
-  const line = code && (code.status === "error" || code.failure?.got?.error) ? errorLine(code) : 0;
-  if (line <= 0 || line > editor.lineCount()) return;
+  editor.operation(() => {
+    for (const m of panel.marks) m.clear();
+    for (const h of panel.marked) editor.removeLineClass(h, "background", "code-error-line");
+    for (const h of panel.gutters) editor.setGutterMarker(h, "code-error-gutter", null);
+    panel.marks = [];
+    panel.marked = [];
+    panel.gutters = [];
+    if (!code || languageOf(code) !== panel.lang) return;
+    if (panel.lang === "rescript") {
+      for (const d of diagnostics(code)) markRange(editor, d);
+      return;
+    }
+    const line = code.status === "error" || code.failure?.got?.error ? errorLine(code) : 0;
+    if (line <= 0 || line > editor.lineCount()) return;
+    const sign = el("span", "code-error-sign", "!");
+    sign.title = str(code.error) || str(code.failure?.got?.error);
+    const h = editor.addLineClass(line - 1, "background", "code-error-line");
+    editor.setGutterMarker(h, "code-error-gutter", sign);
+    panel.marked.push(h);
+    panel.gutters.push(h);
+  });
+}
+
+// rangeOf turns a compiler message's 1-based positions (its end column the
+// range's last character) into the editor's, kept inside the text.
+function rangeOf(d, lineCount, lineLength) {
+  const clampLine = (n) => Math.min(Math.max(n, 1), lineCount) - 1;
+  const fromLine = clampLine(num(d.line));
+  const from = { line: fromLine, ch: Math.min(Math.max(num(d.column) - 1, 0), lineLength(fromLine)) };
+  const toLine = clampLine(num(d.endLine) || num(d.line));
+  let to = { line: toLine, ch: Math.min(Math.max(num(d.endColumn) || num(d.column), 0), lineLength(toLine)) };
+  if (to.line < from.line || (to.line === from.line && to.ch <= from.ch)) to = { line: from.line, ch: Math.min(from.ch + 1, lineLength(from.line)) };
+  return { from, to };
+}
+
+function markRange(editor, d) {
+  if (num(d.line) > editor.lineCount()) return;
+  const { from, to } = rangeOf(d, editor.lineCount(), (l) => editor.getLine(l).length);
+  const error = d.severity === "error";
+  const attributes = { title: diagnosticText(d) };
+  if (typeof d.warning === "number") attributes["data-warning"] = String(d.warning);
+  if (to.line > from.line || to.ch > from.ch) panel.marks.push(editor.markText(from, to, { className: error ? "code-diag-error" : "code-diag-warning", attributes }));
+  if (!error) return;
   const sign = el("span", "code-error-sign", "!");
-  sign.title = str(code.error) || str(code.failure?.got?.error);
-  panel.marked = editor.addLineClass(line - 1, "background", "code-error-line");
-  editor.setGutterMarker(panel.marked, "code-error-gutter", sign);
+  sign.title = diagnosticText(d);
+  const h = editor.addLineClass(from.line, "background", "code-error-line");
+  editor.setGutterMarker(h, "code-error-gutter", sign);
+  panel.marked.push(h);
+  panel.gutters.push(h);
+}
+
+// diagnosticText says one compiler message: "Line 104, column 26: Warning 8
+// (error): You forgot to handle a possible case here, …".
+function diagnosticText(d) {
+  const severity = d.severity === "warning" ? "warning" : "error";
+  let kind = severity === "error" ? "Error" : "Warning";
+  if (typeof d.warning === "number") kind = `Warning ${d.warning} (${severity})`;
+  return `Line ${num(d.line)}, column ${num(d.column)}: ${kind}: ${str(d.text).trim()}`;
+}
+
+// showDiagnostics lists the compiler's messages under the editor, each a
+// button to its range: a refused build's under "Compiler errors", a built
+// program's warnings under "Compiler warnings".
+function showDiagnostics(code) {
+  const items = diagnostics(code);
+  panel.diag.hidden = items.length === 0;
+  const key = JSON.stringify([num(code?.submission), items]);
+  if (key === panel.diagKey) return;
+  panel.diagKey = key;
+  setText(panel.diagTitle, refused(code) ? `Compiler errors: ${problems(code)}` : "Compiler warnings");
+  panel.diagList.replaceChildren(
+    ...items.map((d, i) => {
+      const li = el("li", d.severity === "warning" ? "code-diagnostic warning" : "code-diagnostic error");
+      const go = el("button", "link-button code-diagnostic-go", diagnosticText(d));
+      go.type = "button";
+      go.id = `code-diagnostic-${i + 1}`;
+      go.dataset.line = String(num(d.line));
+      if (typeof d.warning === "number") go.dataset.warning = String(d.warning);
+      go.addEventListener("click", () => goToRange(d, languageOf(code)));
+      li.append(go);
+      return li;
+    }),
+  );
+}
+
+// goToRange puts the editor's cursor at the start of a compiler message's
+// range (in the plain text box, selects the range) and focuses the editor.
+async function goToRange(d, lang) {
+  if (panel.body.hidden) setOpen(true);
+  if (lang !== panel.lang) await chooseLanguage(lang, true);
+  await loadEditor();
+  const editor = panel.editor;
+  if (editor) {
+    const { from, to } = rangeOf(d, editor.lineCount(), (l) => editor.getLine(l).length);
+    editor.setCursor(from);
+    editor.scrollIntoView({ from, to }, 40);
+    editor.focus();
+    return;
+  }
+  const lines = panel.textarea.value.split("\n");
+  const { from, to } = rangeOf(d, lines.length, (l) => lines[l].length);
+  const offset = (pos) => lines.slice(0, pos.line).reduce((n, l) => n + l.length + 1, 0) + pos.ch;
+  panel.textarea.focus();
+  panel.textarea.setSelectionRange(offset(from), offset(to));
+}
+
+// showTasks ticks the lesson's two compiler tasks the student has done.
+function showTasks(code) {
+  const tasks = code?.tasks && typeof code.tasks === "object" ? code.tasks : {};
+  for (const [name, { li, state }] of Object.entries(panel.taskItems)) {
+    const done = tasks[name] === true;
+    setText(state, done ? "✓ done" : "not yet");
+    setData(li, "done", String(done));
+  }
 }
 
 // ---- the failure, step by step -------------------------------------------------

@@ -6,15 +6,19 @@
 // (POST /api/code/cases) with who passes it.
 //
 // Drawn from the overview rows' "code" ({submissions, status, cases,
-// passed, property}), so it is as live as the class table. progress.js
+// passed, property, language, warnings, tasks}), so it is as live as the
+// class table. A build the ReScript compiler refused says so with its
+// warnings ("does not compile (warning 8)"), the summary counts those by
+// warning, and a column says which of the lesson's two compiler tasks the
+// student did. progress.js
 // calls codeSummaryBox, codeHeaders, codeCells and drawCodeSummary;
 // instructor.js calls initCodeCases. All text goes through textContent.
 
 import { APIError, api, byId, el, list, num, setData, setText, str } from "./dom.js";
 
-export const codeHeaders = ["Code checks", "Cases passed", "Code status", "First failure"];
+export const codeHeaders = ["Code checks", "Cases passed", "Code status", "First failure", "Compiler tasks"];
 
-const summary = { lead: null, groups: null, box: null };
+const summary = { lead: null, compile: null, groups: null, box: null };
 
 // codeSummaryBox returns the element the class's summary is drawn into.
 export function codeSummaryBox() {
@@ -24,10 +28,13 @@ export function codeSummaryBox() {
   h.id = "code-class-heading";
   summary.lead = el("p", "");
   summary.lead.id = "code-class-lead";
+  summary.compile = el("p", "");
+  summary.compile.id = "code-class-compile";
+  summary.compile.hidden = true;
   summary.groups = el("ul", "code-groups");
   summary.groups.id = "code-groups";
   summary.groups.setAttribute("aria-labelledby", h.id);
-  box.append(h, summary.lead, summary.groups);
+  box.append(h, summary.lead, summary.compile, summary.groups);
   summary.box = box;
   return box;
 }
@@ -38,20 +45,67 @@ export function codeCells() {
   const passed = el("td", "code-passed");
   const status = el("td", "code-status");
   const property = el("td", "code-property");
+  const tasks = el("td", "code-tasks");
   return {
-    tds: [subs, passed, status, property],
+    tds: [subs, passed, status, property, tasks],
     update(row) {
       const c = codeOf(row);
       setText(subs, c ? String(num(c.submissions)) : "none");
       setText(passed, c && num(c.cases) > 0 ? `${num(c.passed)} of ${num(c.cases)}` : "");
-      setText(status, c ? str(c.status) : "");
+      setText(status, c ? statusWords(c) : "");
       setData(status, "status", c ? str(c.status) : "");
-      setText(property, c && c.status !== "passed" ? str(c.property) || (c.status === "error" ? "does not load" : "") : "");
+      setData(status, "language", c ? str(c.language) : "");
+      setText(property, c && c.status !== "passed" && !refused(c) ? str(c.property) || (c.status === "error" ? "does not load" : "") : "");
+      setText(tasks, c ? tasksWords(c.tasks) : "");
     },
   };
 }
 
 const codeOf = (row) => (row?.code && typeof row.code === "object" ? row.code : null);
+
+// refused says whether a row's program is a build the compiler refused
+// (the row's code has warnings, [] for plain errors, only then).
+const refused = (c) => c?.status === "error" && Array.isArray(c.warnings);
+const warningsOf = (c) => list(c.warnings).filter((w) => typeof w === "number");
+
+// statusWords says a program's status: a refused build "does not compile",
+// with the warnings that stopped it ("does not compile (warnings 8, 11)").
+function statusWords(c) {
+  if (!refused(c)) return str(c.status);
+  const w = warningsOf(c);
+  if (w.length === 0) return "does not compile";
+  return `does not compile (warning${w.length === 1 ? "" : "s"} ${w.join(", ")})`;
+}
+
+// tasksWords says which of the lesson's two compiler tasks a student did.
+function tasksWords(tasks) {
+  const missing = tasks?.missingRejected === true;
+  const cancelled = tasks?.addCancelled === true;
+  if (missing && cancelled) return "both";
+  if (missing) return "missing Rejected";
+  if (cancelled) return "Cancelled";
+  return "none";
+}
+
+// warningWords names what a warning that stopped a build says.
+const warningWords = (w) => (w === 8 ? "forgot a case (warning 8)" : `warning ${w}`);
+
+// compileLine counts the refused builds by the warning that stopped them,
+// most first: "4 of 10 programs do not compile: 3 forgot a case (warning
+// 8), 1 other errors"; "" when none is refused.
+function compileLine(withCode) {
+  const bad = withCode.filter(refused);
+  if (bad.length === 0) return "";
+  const counts = new Map();
+  for (const c of bad) {
+    const w = warningsOf(c);
+    for (const key of w.length > 0 ? w.map(warningWords) : ["other errors"]) counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  const parts = [...counts].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([what, k]) => `${k} ${what}`);
+  const n = withCode.length;
+  const verb = bad.length === 1 ? "does not compile" : "do not compile";
+  return `${bad.length} of ${n} program${n === 1 ? "" : "s"} ${verb}: ${parts.join(", ")}`;
+}
 
 // verb says property of k programs: as it is of one ("1 of 5 programs
 // accepts a reply for an older run"), its verb plural for more ("2 of 5
@@ -76,9 +130,12 @@ export function drawCodeSummary(rows) {
   if (n > 0) lead += `; ${passing} of ${n} pass every case`;
   if (checking > 0) lead += `; ${checking} being checked`;
   setText(summary.lead, `${lead}.`);
+  const compile = compileLine(withCode);
+  setText(summary.compile, compile ? `${compile}.` : "");
+  summary.compile.hidden = compile === "";
   const groups = new Map();
   for (const c of withCode) {
-    if (c.status === "passed" || c.status === "checking") continue;
+    if (c.status === "passed" || c.status === "checking" || refused(c)) continue;
     const p = str(c.property) || (c.status === "error" ? "does not load" : "fails");
     groups.set(p, (groups.get(p) ?? 0) + 1);
   }

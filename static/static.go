@@ -14,5 +14,5 @@ import "embed"
 // panel and codeboard.js the console's code board, with the editor vendored
 // under vendor/ (vendor/README.md says what and from where).
 //
-//go:embed lab.html lab.css lab.js dom.js exercise.js exercise.css progress.js diagram.js diagram.css instructor.html instructor-login.html instructor.css instructor.js instructor-login.js join.html join.css projector.html projector.css projector.js classes.js classtitle.js code.js code.css codeboard.js vendor
+//go:embed lab.html lab.css lab.js dom.js exercise.js exercise.css progress.js diagram.js diagram.css instructor.html instructor-login.html instructor.css instructor.js instructor-login.js join.html join.css projector.html projector.css projector.js classes.js classtitle.js code.js code.css codeboard.js ToolCall.res rescript-mode.js vendor
 var Files embed.FS
