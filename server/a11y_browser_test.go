@@ -16,7 +16,7 @@ import (
 // class's console, the projector, the join page and the login form.
 func TestBrowserAccessibilityEveryPage(t *testing.T) {
 	src := axeSource(t)
-	lab := startServer(t, server.Config{InstructorToken: testToken})
+	lab := startServer(t, server.Config{InstructorToken: testToken, ReScript: compilerIfAny(t)})
 	ts := httptest.NewServer(lab.Handler())
 	t.Cleanup(ts.Close)
 	t.Cleanup(func() { stopLab(t, lab) })
@@ -122,7 +122,7 @@ func TestBrowserAccessibilityEveryPage(t *testing.T) {
 // sessions, and Cancel sends nothing; the projector warns of a loopback
 // join address and fits thirty names on a 1080 px screen.
 func TestBrowserClassWideInjectionAndProjectorNames(t *testing.T) {
-	lab := startServer(t, server.Config{InstructorToken: testToken})
+	lab := startServer(t, server.Config{InstructorToken: testToken, ReScript: compilerIfAny(t)})
 	ts := httptest.NewServer(lab.Handler())
 	t.Cleanup(ts.Close)
 	t.Cleanup(func() { stopLab(t, lab) })

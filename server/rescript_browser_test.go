@@ -168,7 +168,7 @@ func deleteRejectedArm(p *tab) int {
 // is ticked, and the teacher's board says "does not compile (warning 8)".
 // The lesson's full module then passes.
 func TestBrowserReScript(t *testing.T) {
-	base := startLabWith(t, server.Config{InstructorToken: testToken})
+	base := startLabWith(t, server.Config{InstructorToken: testToken, ReScript: compilerIfAny(t)})
 	student := newBrowser(t)
 	id := student.open(base + "/").Session
 	student.do("name", chromedp.SetValue(chromedp.ID("name"), "Ada"), chromedp.Click(chromedp.ID("set-name")))
@@ -244,7 +244,7 @@ func TestBrowserReScript(t *testing.T) {
 // language and each language its draft. With LAB_AXE, axe-core checks the
 // panel at 360 and 1280 px.
 func TestBrowserCodeReScriptPanel(t *testing.T) {
-	lab := startServer(t, server.Config{InstructorToken: testToken})
+	lab := startServer(t, server.Config{InstructorToken: testToken, ReScript: compilerIfAny(t)})
 	h := lab.Handler()
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/code.json" {

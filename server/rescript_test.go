@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,15 +21,7 @@ import (
 // one the test skips, unless LAB_E2E=1 (CI installs it).
 func rescriptCompiler(t *testing.T) *rescript.Compiler {
 	t.Helper()
-	setting := os.Getenv("LAB_RESCRIPT")
-	if setting == "" {
-		if bin, err := filepath.Abs(filepath.Join("..", "node_modules", "@rescript", "linux-x64", "bin", "bsc.exe")); err == nil {
-			if _, err := os.Stat(bin); err == nil {
-				setting = bin
-			}
-		}
-	}
-	c, err := rescript.Find(setting, exec.LookPath)
+	c, err := findCompiler()
 	if err != nil {
 		if os.Getenv("LAB_E2E") == "1" {
 			t.Fatalf("LAB_E2E=1 and no ReScript compiler: %v (npm install rescript@12.2.0)", err)
@@ -36,6 +29,43 @@ func rescriptCompiler(t *testing.T) *rescript.Compiler {
 		t.Skipf("no ReScript compiler (npm install rescript@12.2.0 in the checkout, or set LAB_RESCRIPT): %v", err)
 	}
 	return c
+}
+
+// compilerIfAny is the ReScript compiler for a test that runs without one
+// too (its ReScript part then skipped), nil when there is none; with
+// LAB_E2E=1 a missing compiler fails the test.
+func compilerIfAny(t *testing.T) server.Compiler {
+	t.Helper()
+	c, err := findCompiler()
+	if err != nil {
+		if os.Getenv("LAB_E2E") == "1" {
+			t.Fatalf("LAB_E2E=1 and no ReScript compiler: %v (npm install rescript@12.2.0)", err)
+		}
+		return nil
+	}
+	return c
+}
+
+var testCompiler struct {
+	once sync.Once
+	c    *rescript.Compiler
+	err  error
+}
+
+// findCompiler finds the compiler once for the package's tests.
+func findCompiler() (*rescript.Compiler, error) {
+	testCompiler.once.Do(func() {
+		setting := os.Getenv("LAB_RESCRIPT")
+		if setting == "" {
+			if bin, err := filepath.Abs(filepath.Join("..", "node_modules", "@rescript", "linux-x64", "bin", "bsc.exe")); err == nil {
+				if _, err := os.Stat(bin); err == nil {
+					setting = bin
+				}
+			}
+		}
+		testCompiler.c, testCompiler.err = rescript.Find(setting, exec.LookPath)
+	})
+	return testCompiler.c, testCompiler.err
 }
 
 // lessonRes is the lesson's ToolCall.res, as the lesson writes it.
