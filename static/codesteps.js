@@ -234,6 +234,9 @@ function firstDiffer() {
 }
 
 function render() {
+  // The rows are made again: a step button that had the focus gives it to
+  // its successor.
+  const focused = st.tbody.contains(document.activeElement) ? document.activeElement.dataset.step : undefined;
   const differ = firstDiffer();
   const rows = st.trace.map((frame, i) => {
     const tr = el("tr");
@@ -261,6 +264,7 @@ function render() {
     return tr;
   });
   st.tbody.replaceChildren(...rows);
+  if (focused !== undefined) focusStep(Math.min(Number(focused), rows.length - 1));
   st.back.hidden = st.branchAt < 0;
   st.keep.hidden = st.branchAt < 0 || !st.steps || differ < 0;
   if (st.keep.hidden) closeKeep();
