@@ -142,6 +142,16 @@ func TestBrowserStepThrough(t *testing.T) {
 	if v.Focus != "held-heading" {
 		t.Errorf("after playing the case the focus is on %q", v.Focus)
 	}
+
+	// On a phone the page does not scroll sideways: the steps scroll in
+	// their own box.
+	p.do("a phone", chromedp.EmulateViewport(360, 740, chromedp.EmulateMobile), chromedp.Evaluate[chromedp.Void](`document.getElementById("code-diff").scrollIntoView()`))
+	if w := evalJS[int](p, `document.scrollingElement.scrollWidth`); w > 360 {
+		t.Errorf("with a branch shown, scrollWidth = %d at 360 px", w)
+	}
+	if w := evalJS[int](p, `Math.max(...[...document.querySelectorAll("#code-branch, #code-diff, #code-branch *")].map((e) => Math.ceil(e.getBoundingClientRect().right)))`); w > 360 {
+		t.Errorf("the branch's tools reach %d px at 360 px", w)
+	}
 }
 
 // TestBrowserCasesConsole: the teacher clicks through a demonstration in a
@@ -169,8 +179,10 @@ func TestBrowserCasesConsole(t *testing.T) {
 	wrong, _ := dial(t, ts, bob)
 	wrong.submit(anyDeadline, 1)
 
-	// The demonstration, in the teacher's own practice session.
-	p := newBrowser(t)
+	// The demonstration, in the teacher's own practice session. Two
+	// rounds of checks of the class's programs take a while on a small
+	// machine.
+	p := newBrowserWithin(t, 2*browserTestTimeout)
 	p.do("a wide window", chromedp.EmulateViewport(1280, 900))
 	demo := p.open(ts.URL + "/").Session
 	l := newLab(p)
@@ -221,4 +233,9 @@ func TestBrowserCasesConsole(t *testing.T) {
 	teacher.do("remove, yes", chromedp.Click(chromedp.CSS(oldDeadline+` button.case-remove`)), chromedp.Click(chromedp.ID("case-remove-yes")))
 	waitJS(teacher, "removed", `document.getElementById("case-list-status").textContent === "Removed “an old deadline” from 2 sessions; their latest programs are checked again." &&
 		[...document.querySelectorAll("#case-list > li")].map((li) => li.dataset.case).join() === "Bob's mistake"`)
+
+	teacher.do("a phone", chromedp.EmulateViewport(360, 740, chromedp.EmulateMobile), chromedp.Click(chromedp.ID("keep-open")))
+	if w := evalJS[int](teacher, `document.scrollingElement.scrollWidth`); w > 360 {
+		t.Errorf("the console with its case tools: scrollWidth = %d at 360 px", w)
+	}
 }
