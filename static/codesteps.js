@@ -505,7 +505,7 @@ function renderBranchTools() {
   setText(st.title, `Branch after step ${i + 1}`);
   setText(
     st.hint,
-    `Play something else after step ${i + 1} than the ${st.branchAt < 0 ? "failure" : "branch"} did: both sides replay steps 1 to ${i + 1}, then your frame, and the steps below show what each does. You are in run-${runAt(i)}.`,
+    `Play something else after step ${i + 1} than the ${st.branchAt < 0 ? "failure" : "branch"} did: both sides replay ${i === 0 ? "step 1" : `steps 1 to ${i + 1}`}, then your frame, and the steps above show what each does. After step ${i + 1} the current run is run-${runAt(i)}.`,
   );
   const held = queuedBy(st.trace, i + 1);
   const buttons = [];
