@@ -122,6 +122,7 @@ function build(diff, svgBox) {
 
   const box = el("div", "code-branch");
   box.id = "code-branch";
+  box.dataset.busy = "false";
   box.setAttribute("role", "group");
   box.setAttribute("aria-labelledby", "code-branch-title");
   st.title = el("h4", "", "");
