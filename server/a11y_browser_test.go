@@ -21,7 +21,9 @@ func TestBrowserAccessibilityEveryPage(t *testing.T) {
 	t.Cleanup(ts.Close)
 	t.Cleanup(func() { stopLab(t, lab) })
 
-	p := newBrowser(t)
+	// The pages in all their states take longer than one browser test's
+	// usual budget on a small machine.
+	p := newBrowserWithin(t, 2*browserTestTimeout)
 	widths := func(p *tab, what string, ready string, ws ...int64) {
 		t.Helper()
 		for _, w := range ws {
@@ -90,6 +92,20 @@ func TestBrowserAccessibilityEveryPage(t *testing.T) {
 	student.do("check a wrong module", chromedp.Click(chromedp.ID("code-check")))
 	waitChecked(student, "the failure", `document.getElementById("code").dataset.status === "failed"`)
 	widths(student, "student page, code panel with a failure", `document.querySelector("#code-failure-svg > svg") !== null`, 360, 1280)
+	// Its first step selected, then a branch from it that differs, with the
+	// name of the case asked for.
+	student.do("select step 1", chromedp.Click(chromedp.CSS(`#code-steps button[data-step="0"]`)))
+	waitJS(student, "step 1 side by side", `document.getElementById("code-diff").dataset.step === "0" && document.getElementById("code-diff").dataset.differs === "false"`)
+	student.do("branch: deliver the deadline", chromedp.Click(chromedp.CSS(`#code-branch-deliver button[data-message="1"]`)))
+	waitJS(student, "a branch of two steps", `document.querySelectorAll("#code-steps > tr").length === 2 && document.getElementById("code-branch").dataset.busy === "false"`)
+	student.do("queue a completion", chromedp.SetValue(chromedp.ID("code-branch-kind"), "current"), chromedp.Click(chromedp.ID("code-branch-reply")))
+	waitJS(student, "three steps", `document.querySelectorAll("#code-steps > tr").length === 3 && document.getElementById("code-branch").dataset.busy === "false"`)
+	student.do("deliver it", chromedp.Click(chromedp.CSS(`#code-branch-deliver button[data-message="2"]`)))
+	waitJS(student, "four steps", `document.querySelectorAll("#code-steps > tr").length === 4 && document.getElementById("code-branch").dataset.busy === "false"`)
+	student.do("the deadline again", chromedp.Click(chromedp.CSS(`#code-branch-deliver button[data-message="1"]`)))
+	waitJS(student, "a branch that differs", `document.querySelectorAll("#code-steps > tr.code-differs").length === 1 && !document.getElementById("code-branch-keep").hidden`)
+	student.do("keep it: the name asked", chromedp.Click(chromedp.ID("code-branch-keep")), chromedp.SetValue(chromedp.ID("code-branch-kind"), "own"))
+	widths(student, "student page, a failure's branch, a step selected", `!document.getElementById("code-keep-form").hidden && !document.querySelector(".code-branch-text").hidden`, 360, 1280)
 	// In ReScript, a build the compiler refuses: its messages marked and
 	// listed, the compiler tasks shown (when the lab compiles ReScript).
 	if offersReScript(student) {
@@ -108,6 +124,17 @@ func TestBrowserAccessibilityEveryPage(t *testing.T) {
 	waitJS(p, "five students", consoleReady+` && document.querySelectorAll("#overview-body > tr").length === 5`)
 	p.inject("watch Ada and hold a stale reply", chromedp.Click(chromedp.CSS(`#overview-body button.watch[data-session="`+ada+`"]`)), "watched", "staleReply", "mode-hold")
 	widths(p, "class console, busy", `document.querySelectorAll("#timeline-body > tr").length > 3 && document.querySelectorAll("#inject-results > li").length === 1`, 360, 1280)
+	// The case tools: a case of the class in the list, Ada's failure about
+	// to be kept, and the question before a removal.
+	if status, _, body := call(t, ts, "POST", "/api/code/cases", testToken, "",
+		`{"name":"an old deadline","frames":[{"type":"queueDeadline"},{"type":"start"},{"type":"deliver","message":1}],"class":"`+cl.ID+`"}`); status != 200 {
+		t.Fatalf("a case for the class: %d %s", status, body)
+	}
+	p.do("keep Ada's failure: the name asked", chromedp.Click(chromedp.ID("keep-open")))
+	widths(p, "class console with the case tools and the list of cases", `document.querySelectorAll("#case-list > li").length === 1 && !document.getElementById("keep-form").hidden && !document.getElementById("use-case-box").hidden`, 360, 1280)
+	p.do("remove: the question", chromedp.Click(chromedp.CSS(`#case-list > li button.case-remove`)))
+	widths(p, "class console, the question before a removal", `document.getElementById("case-remove-dialog").open`, 360, 1280)
+	p.do("keep it", chromedp.Click(chromedp.ID("case-remove-no")))
 	student.waitView("the instructor's note", func(v pageView) bool { return v.Note != "" })
 	widths(student, "student page with an instructor's note", "", 360, 1280)
 

@@ -73,6 +73,12 @@ type tab struct {
 // no Chromium is installed, unless LAB_E2E=1 asks for a failure instead.
 func newBrowser(t *testing.T) *tab {
 	t.Helper()
+	return newBrowserWithin(t, browserTestTimeout)
+}
+
+// newBrowserWithin is newBrowser for a test that may take up to timeout.
+func newBrowserWithin(t *testing.T, timeout time.Duration) *tab {
+	t.Helper()
 	path, err := findChromium()
 	if err != nil {
 		// A LAB_CHROMIUM that names no file is a mistake to report, not a
@@ -117,7 +123,7 @@ func newBrowser(t *testing.T) *tab {
 	// to report what the page showed.
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
-	ctx, cancelTest := context.WithTimeout(browserCtx, browserTestTimeout)
+	ctx, cancelTest := context.WithTimeout(browserCtx, timeout)
 
 	b := &browser{t: t, ctx: ctx}
 	// Cleanups run last-in first-out: the browser goes first (which ends

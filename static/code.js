@@ -21,6 +21,7 @@
 
 import { el, list, num, setData, setText, str } from "./dom.js";
 import { DiagramView } from "./diagram.js";
+import { initSteps, showSteps } from "./codesteps.js";
 
 const VENDOR = "/static/vendor/codemirror-5.65.21";
 // The protocol's limit on a submission (docs/protocol.md): a larger one is
@@ -165,9 +166,11 @@ const panel = {
 
 // initCode builds the panel into section (an empty <section id="code">).
 // send(frame) sends a frame on the page's socket and returns whether it did;
-// sessionId names the draft and the failure's drawing.
-export function initCode(section, { send, sessionId }) {
+// sessionId names the draft and the failure's drawing; play(frame) sends a
+// frame of a case played in the lab (codesteps.js).
+export function initCode(section, { send, sessionId, play }) {
   if (!section || !sessionId) return;
+  initSteps({ sessionId, play });
   panel.send = send;
   panel.section = section;
   panel.key = `lab.code.${sessionId}`;
@@ -398,7 +401,7 @@ function buildFailure(sessionId) {
 function buildOwn() {
   panel.own = el("div", "code-own");
   panel.own.hidden = true;
-  const h = el("h3", "", "Your instructor's cases");
+  const h = el("h3", "", "Cases added to your check");
   h.id = "code-own-heading";
   panel.ownList = el("ul");
   panel.ownList.id = "code-own";
@@ -965,6 +968,7 @@ function showFailure(failure, code) {
   if (key !== panel.svgKey) {
     panel.svgKey = key;
     panel.steps.replaceChildren(...stepRows(f));
+    showSteps(f, { submission: num(code?.submission), tbody: panel.steps, diff: panel.diff, svgBox: panel.svgBox });
     panel.svgSeq += 1;
     panel.svgView.changed(panel.svgSeq);
   }

@@ -268,21 +268,28 @@ async function addCase() {
 // watched session's state when there is one; else a program re-checked
 // with the case that passes every case passes it, and one that fails
 // fails some case (which, the session's own page or a watch says).
-function passesOf(r, name) {
+function passesOf(r, last) {
+  const name = last.name;
   const id = str(r.session);
   const code = codeOf(cases.rows.get(id));
   const own = [...list(code?.own), ...list(cases.watched.get(id))].find((c) => str(c?.case) === name);
   if (own) return own.passed === true ? "passes" : "fails";
   if (typeof r.passed === "boolean") return r.passed ? "passes" : "fails";
+  if (!cases.rows.has(id) && !cases.watched.has(id)) return "added (not in this console's table: the list of code cases says who passes)";
   if (!code) return "no program checked yet";
-  const rechecked = num(code.cases) > (cases.last.before.get(id) ?? 0) && code.status !== "checking";
+  const rechecked = num(code.cases) > (last.before.get(id) ?? 0) && code.status !== "checking";
   if (!rechecked) return "being checked";
   return code.status === "passed" ? "passes" : "fails at least one case; watch the session to see whether this one";
 }
 
 function drawCaseResults() {
-  const last = cases.last;
-  if (!last || !cases.ui) return;
+  if (cases.last && cases.ui) drawResults(cases.last, cases.ui.results);
+  for (const [ul, last] of elsewhere) drawResults(last, ul);
+}
+
+// drawResults says in ul, per session, whether its program passes the case
+// last added (last: { name, results, before }).
+function drawResults(last, ul) {
   const lines = last.results.map((r) => {
     const li = el("li");
     const who = cases.label(str(r.session));
@@ -292,12 +299,25 @@ function drawCaseResults() {
       li.textContent = `${who}: not added: ${str(r?.error)}`;
       return li;
     }
-    const words = passesOf(r, last.name);
+    const words = passesOf(r, last);
     li.dataset.passes = words === "passes" ? "true" : words === "fails" ? "false" : "";
     li.textContent = `${who}: ${words}`;
     return li;
   });
-  const ul = cases.ui.results;
   const same = lines.length === ul.children.length && lines.every((li, i) => li.textContent === ul.children[i].textContent);
   if (!same) ul.replaceChildren(...lines);
+}
+
+// ---- the results of a case added by another form (casesboard.js) -------------
+
+const elsewhere = new Map(); // ul -> { name, results, before }
+
+// showCaseResults draws into ul, as this form draws its own, who passes
+// the case name that POST /api/code/cases answered results for, and keeps
+// it up to date from the overview rows and the watched session.
+export function showCaseResults(ul, name, results) {
+  const rs = list(results);
+  const before = new Map(rs.map((r) => [str(r?.session), num(codeOf(cases.rows.get(str(r?.session)))?.cases)]));
+  elsewhere.set(ul, { name, results: rs, before });
+  drawCaseResults();
 }

@@ -38,6 +38,7 @@ import {
 import { initProgress, renderProgress, stopProgress } from "./progress.js";
 import { DiagramView } from "./diagram.js";
 import { codeWatched, initCodeCases } from "./codeboard.js";
+import { casesOverview, casesWatched, initCasesBoard } from "./casesboard.js";
 
 // MAX_TIMELINE is how many timeline entries the console keeps: as many as the
 // server keeps per session (maxTimeline in server/instructor.go), so a long
@@ -163,6 +164,7 @@ function receive(frame) {
       state.rows = new Map(list(frame.sessions).map((r) => [str(r.id), r]));
       scheduleDraw();
       renderProgress(frame);
+      casesOverview(frame);
       break;
     case "state":
       if (frame.session === state.watching) renderWatched(frame);
@@ -407,6 +409,7 @@ function renderWatched(s) {
   setText(ui.watchedOption, `The session shown below (${str(s.name) || shortId(str(s.session))})`);
   diagram.changed(num(s.seq));
   codeWatched(s);
+  casesWatched(s);
   setText(ui.run, str(call.runId));
   setText(ui.call, str(call.callId));
   setText(ui.status, str(call.status));
@@ -645,4 +648,5 @@ initCodeCases({
     return row ? label(row) : shortId(id);
   },
 });
+initCasesBoard({ targets: targetBody, scope });
 live.connect();

@@ -873,7 +873,11 @@ if (observing) {
   for (const id of ["start", "main"]) byId(id).inert = true;
 }
 initExercise();
-initCode(byId("code"), { sessionId, send: (frame) => send(frame, "Check") });
+initCode(byId("code"), {
+  sessionId,
+  send: (frame) => send(frame, "Check"),
+  play: (frame) => send(frame, "Play this case in the lab"),
+});
 if (sessionId === "") {
   showConnection("waiting", "Not connected");
   showError("This page needs a session address such as /lab/<id>. Use “New session” to get one.");

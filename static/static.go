@@ -12,7 +12,9 @@ import "embed"
 // of helpers the scripts share, exercise.js the student's exercise panel and
 // progress.js the console's progress board; code.js the student's "Write the client"
 // panel and codeboard.js the console's code board, with the editor vendored
-// under vendor/ (vendor/README.md says what and from where).
+// under vendor/ (vendor/README.md says what and from where); codesteps.js
+// the student's failure step by step and its branches, casesboard.js the
+// console's case tools.
 //
-//go:embed lab.html lab.css lab.js dom.js exercise.js exercise.css progress.js diagram.js diagram.css instructor.html instructor-login.html instructor.css instructor.js instructor-login.js join.html join.css projector.html projector.css projector.js classes.js classtitle.js code.js code.css codeboard.js ToolCall.res rescript-mode.js vendor
+//go:embed lab.html lab.css lab.js dom.js exercise.js exercise.css progress.js diagram.js diagram.css instructor.html instructor-login.html instructor.css instructor.js instructor-login.js join.html join.css projector.html projector.css projector.js classes.js classtitle.js code.js code.css codeboard.js codesteps.js codesteps.css casesboard.js casesboard.css ToolCall.res rescript-mode.js vendor
 var Files embed.FS

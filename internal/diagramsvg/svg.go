@@ -11,6 +11,12 @@
 // is no script and no reference outside the document, and every text,
 // students' replies included, is escaped, so markup in a reply stays text.
 //
+// A trace's drawing (a checker's failing case, model.DiagramOfTrace: no
+// times) marks what each frame drew with data-step="i", the frame's 0-based
+// index (tick i+1 of the time axis): a run's start, a message's send and
+// each of its deliveries. The student's page picks a step's elements by it
+// to show the step it is looking at.
+//
 // It is a leaf: it reads only model's values and writes bytes.
 package diagramsvg
 
@@ -151,7 +157,7 @@ func Render(d model.Diagram, o Options) []byte {
 			// A run begins when the client starts it: a dotted line down
 			// from the client, and the run's name where its lane begins.
 			sx := x(l.Start)
-			p(`<g><title>`, text(l.Name+" started by the "+l.By.String()+when(d, l.StartAt)), "</title>",
+			p(`<g`, step(d, l.Start), `><title>`, text(l.Name+" started by the "+l.By.String()+when(d, l.StartAt)), "</title>",
 				`<line x1="`, itoa(sx), `" y1="`, itoa(laneY(0)), `" x2="`, itoa(sx), `" y2="`, itoa(y), `" stroke="`, muted, `" stroke-width="1.5" stroke-dasharray="2 3"/>`,
 				`<circle cx="`, itoa(sx), `" cy="`, itoa(y), `" r="4" fill="`, muted, `"/>`,
 				`<text x="`, itoa(sx+6), `" y="`, itoa(y-6), `" font-size="11" fill="`, muted, `">start `, text(l.Name), "</text></g>\n")
@@ -171,7 +177,7 @@ func Render(d model.Diagram, o Options) []byte {
 		for _, a := range byMessage[i] {
 			st := outcomeStyles[a.Outcome]
 			ax, ay := x(a.Seq), laneY(model.ClientLane)
-			p(`<g><title>`, text(arrivalTitle(m, a, d)), `</title>`,
+			p(`<g`, step(d, a.Seq), `><title>`, text(arrivalTitle(m, a, d)), `</title>`,
 				`<line x1="`, itoa(sx), `" y1="`, itoa(sy), `" x2="`, itoa(ax), `" y2="`, itoa(ay+8), `" stroke="`, st.colour, `" stroke-width="2"`, dash, `/>`,
 				arrowhead(sx, sy, ax, ay+8, st.colour))
 			drawGlyph(&b, st.glyph, ax, ay, st.colour)
@@ -195,7 +201,7 @@ func Render(d model.Diagram, o Options) []byte {
 		}
 		// The send: a dot (a square for the instructor's), its number and
 		// a few characters of what it carries.
-		p(`<g><title>`, text(messageTitle(m, d)), `</title>`)
+		p(`<g`, step(d, m.Seq), `><title>`, text(messageTitle(m, d)), `</title>`)
 		if m.From == model.Instructor {
 			p(`<rect x="`, itoa(sx-5), `" y="`, itoa(sy-5), `" width="10" height="10" fill="`, ink, `"/>`)
 		} else {
@@ -214,6 +220,15 @@ func Render(d model.Diagram, o Options) []byte {
 	}
 	p("</svg>\n")
 	return b.Bytes()
+}
+
+// step is the data-step attribute of what tick seq drew in a trace's
+// drawing (the frame's 0-based index), "" in a stored session's.
+func step(d model.Diagram, seq uint64) string {
+	if d.Timed || seq == 0 {
+		return ""
+	}
+	return ` data-step="` + strconv.FormatUint(seq-1, 10) + `"`
 }
 
 // x is where step seq is on the time axis.

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolcall-lab/lab/model"
 )
@@ -245,5 +246,80 @@ func TestRenderBounded(t *testing.T) {
 		if n := len(Render(d, Options{Size: Large, ShowName: true})); n > 2<<20 {
 			t.Errorf("%d runs: %d bytes", runs+1, n)
 		}
+	}
+}
+
+// TestRenderSteps: a trace's drawing marks what each frame drew with
+// data-step, the frame's 0-based index (a run's start, a message's send,
+// each delivery), so a page can point at a step; a stored session's
+// drawing (with times) has no such marks.
+func TestRenderSteps(t *testing.T) {
+	t.Parallel()
+	trace := []model.Command{queueDeadline(), start(), deliver(1), queue(completion("run-2", "A")), deliver(2), deliver(1)}
+	d, err := model.DiagramOfTrace(trace, model.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg := Render(d, Options{})
+	var root struct {
+		Groups []struct {
+			Step   string `xml:"data-step,attr"`
+			Title  string `xml:"title"`
+			Groups []struct {
+				Step  string `xml:"data-step,attr"`
+				Title string `xml:"title"`
+			} `xml:"g"`
+		} `xml:"g"`
+	}
+	if err := xml.Unmarshal(svg, &root); err != nil {
+		t.Fatal(err)
+	}
+	steps := map[string][]string{}
+	for _, g := range root.Groups {
+		if g.Step != "" {
+			steps[g.Step] = append(steps[g.Step], g.Title)
+		}
+		for _, h := range g.Groups {
+			if h.Step != "" {
+				steps[h.Step] = append(steps[h.Step], h.Title)
+			}
+		}
+	}
+	want := map[string]string{
+		"0": "message 1, a deadline queued",
+		"1": "run-2 started",
+		"2": "message 1 delivered in run-2",
+		"3": "message 2, a reply queued",
+		"4": "message 2 delivered in run-2",
+		"5": "message 1 delivered in run-2",
+	}
+	if len(steps) != len(want) {
+		t.Errorf("steps marked: %q", steps)
+	}
+	for i, prefix := range want {
+		if len(steps[i]) != 1 || !strings.HasPrefix(steps[i][0], prefix) {
+			t.Errorf("data-step=%s marks %q, want one group titled %q…", i, steps[i], prefix)
+		}
+	}
+
+	var events []model.DiagramEvent
+	lab := model.NewLab()
+	at := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+	for i, cmd := range trace {
+		ev, err := lab.Decide(cmd, model.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lab.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, model.DiagramEvent{Seq: uint64(i + 1), At: at.Add(time.Duration(i) * time.Second), Event: ev})
+	}
+	stored, err := model.DiagramOf(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if svg := Render(stored, Options{}); bytes.Contains(svg, []byte("data-step")) {
+		t.Error("a stored session's drawing marks steps")
 	}
 }
