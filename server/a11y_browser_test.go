@@ -23,7 +23,7 @@ func TestBrowserAccessibilityEveryPage(t *testing.T) {
 
 	// The pages in all their states take longer than one browser test's
 	// usual budget on a small machine.
-	p := newBrowserWithin(t, 2*browserTestTimeout)
+	p := newBrowserWithin(t, 3*browserTestTimeout)
 	widths := func(p *tab, what string, ready string, ws ...int64) {
 		t.Helper()
 		for _, w := range ws {
@@ -116,6 +116,12 @@ func TestBrowserAccessibilityEveryPage(t *testing.T) {
 		waitChecked(student, "the refused build", `document.getElementById("code").dataset.status === "error" && !document.getElementById("code-diagnostics").hidden`)
 		student.do("the first message", chromedp.Click(chromedp.CSS("#code-diagnostic-list button")))
 		widths(student, "student page, ReScript panel with a refused build", `document.querySelectorAll("#code-editor .code-diag-error").length > 0`, 360, 1280)
+		// Back to the failing JavaScript module, which the console's
+		// case tools below keep as a case.
+		chooseLanguage(student, "javascript")
+		setCode(student, jsModule(t, "wrong/deadline-over-result.js"))
+		student.do("check the wrong module again", chromedp.Click(chromedp.ID("code-check")))
+		waitChecked(student, "the failure again", `document.getElementById("code").dataset.status === "failed"`)
 	} else {
 		t.Log("the lab offers no ReScript (GET /code.json): the ReScript panel is not checked here (TestBrowserCodeReScriptPanel checks it with a /code.json of its own)")
 	}
