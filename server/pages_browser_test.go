@@ -92,6 +92,9 @@ func TestBrowserConsoleDeadlineFieldsOnlyForFreeFormDeadline(t *testing.T) {
 	base := startLabWith(t, server.Config{InstructorToken: testToken})
 	p := newBrowser(t)
 	id := p.open(base + "/").Session
+	// A change stores the session: the console then lists it after this
+	// tab has left the student's page for the console's.
+	newLab(p).queueShown("queue run-1's draft", draftFor("run-1"))
 	p.openConsole(base, id)
 	presets := evalJS[[]string](p, `[...document.querySelectorAll("#injection option")].map((o) => o.value)`)
 	if len(presets) < 12 {
