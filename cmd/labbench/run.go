@@ -50,7 +50,7 @@ type bench struct {
 	burstSessions int
 	burstModules  []string
 	self          string
-	stderr          io.Writer
+	stderr        io.Writer
 }
 
 var allScenarios = []string{"rtt", "class", "idle", "throughput", "course", "slow", "scale", "replicas", "hostile", "check-burst"}
