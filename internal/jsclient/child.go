@@ -34,6 +34,7 @@ const (
 	opReceive
 	opExpire
 	opView
+	opCheck // the whole check, in the sandbox (check.go)
 )
 
 type request struct {
@@ -41,12 +42,15 @@ type request struct {
 	Inst int
 	Call int
 	A, B string
+	// opCheck: the campaign's seed and the instructor's cases.
+	Seed  uint64
+	Cases []wireCase
 }
 
 type response struct {
 	Inst, Call int
 	Notice     string
-	JSON       []byte
+	JSON       []byte // opView: the view; opCheck: the model.Result
 	Err        string
 	Kind       SourceErrorKind // for opLoad and opNew
 	Line, Col  int
@@ -136,6 +140,12 @@ func serveChild(asCap, budget string) int {
 			}
 		case prog == nil:
 			fail(errors.New("no program is loaded"))
+		case req.Op == opCheck:
+			j, err := prog.runCheck(req.Seed, req.Cases)
+			resp.JSON = j
+			if err != nil {
+				fail(err)
+			}
 		case req.Op == opNew:
 			i, err := prog.newInstance()
 			if err != nil {
