@@ -75,7 +75,7 @@ func submitFrame(source string) string {
 
 // checked reads state frames until one shows submission n checked, and
 // returns its code object. Any error frame fails the test.
-// A check waits for the one sandbox and runs on a core nothing else
+// A check waits for a sandbox and runs on a core nothing else
 // wants, so on a machine busy with the other tests (-race) it can take
 // seconds: checked waits up to checkWait for it.
 func (c *client) checked(n int) *codeObject {
