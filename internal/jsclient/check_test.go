@@ -52,6 +52,12 @@ func inSandboxCheck(t *testing.T, src string, seed uint64, cases []model.Case) (
 	return res, s
 }
 
+// spent says whether a check stopped because the program used its whole
+// budget.
+func spent(r model.Result) bool {
+	return strings.Contains(r.Error, "the program has used all of its") || strings.Contains(r.Error, "The program has used all of its")
+}
+
 // interruptedAt is the place an interrupted call was stopped at.
 var interruptedAt = regexp.MustCompile(`stopped at line \d+, column \d+`)
 
@@ -98,6 +104,16 @@ func TestCheckInSandboxIsTheSame(t *testing.T) {
 			began = time.Now()
 			got, s := inSandboxCheck(t, src, r.seed, r.cases)
 			took := time.Since(began)
+			if hostile && (spent(want) || spent(got)) {
+				// Where a program's 2 s of CPU run out (recursion.js, slow
+				// under -race) is the machine's timing, whichever way the
+				// check runs, and so is how far it got.
+				if want.Status != got.Status {
+					t.Errorf("%s: %s in the sandbox, %s per call", f, got.Status, want.Status)
+				}
+				t.Logf("%s: ran out of time (in the sandbox %v, per call %v): not compared further", f, spent(got), spent(want))
+				continue
+			}
 			wj, _ := json.Marshal(want)
 			gj, _ := json.Marshal(got)
 			if hostile {
