@@ -223,7 +223,7 @@ func (s *session) takeCodeResult(d *checkDone) {
 	tasks := s.code.tasks.Or(d.out.tasks)
 	newTasks := tasks != s.code.tasks
 	s.code.tasks = tasks
-	if d.in.Same(s.code.in) && s.code.result == nil {
+	if d.in.Submissions > 0 && d.in.Same(s.code.in) && s.code.result == nil {
 		res := d.out.result
 		s.code.result, s.code.line, s.code.column, s.code.compiler = &res, d.out.line, d.out.column, d.out.compiler
 	} else if !newTasks {
@@ -256,40 +256,60 @@ func (s *session) codeOf() (*codeRow, *model.Failure) {
 	return s.row.Code, s.codeFailure
 }
 
-// checker runs the code checks of a Server's sessions, one at a time (the
-// engine runs one sandbox at a time in the process), in the order asked.
-// A session waits in it at most once: a newer input replaces the one it
-// waits with, so the queue is bounded by the sessions held.
+// checker runs the code checks of a Server's sessions, up to workers at
+// once (a sandbox each, one per core: Config.CodeWorkers), in the order
+// asked, fairly:
 //
-// Ownership: mu guards queue, waiting, running and stopped. The worker
-// goroutine is started by enqueue when none runs, and exits when the queue
-// is empty or stop is called; stop (Shutdown, Restart) cancels the check
-// under way and waits for it.
+//   - a session waits in the queue at most once: a newer input replaces the
+//     one it waits with, in its place, so the queue is bounded by the
+//     sessions held;
+//   - a session has at most one check running, and while it runs the
+//     session is out of the line: an input it sends meanwhile waits aside
+//     and joins the back of the queue when the running check ends, so a
+//     session resubmitting never goes ahead of one that queued while it
+//     was checked, nor takes a second worker;
+//   - a running check whose input a newer one replaced is cancelled (its
+//     result would be shown to no one), freeing its worker.
+//
+// Ownership: mu guards queue, waiting, running, workers and stopped. A
+// worker goroutine is started by enqueue while fewer than k.workers run and
+// the queue holds a session none of them has taken; each exits when the
+// queue is empty or stop is called. stop (Shutdown, Restart) cancels the
+// checks under way and waits for every worker.
 type checker struct {
 	budget   jsclient.Budget
 	deadline time.Duration
 	log      *slog.Logger
 	ctx      context.Context
 	cancel   context.CancelFunc
+	max      int // workers at most
 
 	rescript Compiler // nil: the lab has no ReScript compiler
 
 	mu      sync.Mutex
-	queue   []*session
-	waiting map[*session]model.CodeInput
+	queue   []*session                   // sessions in line, each once, none running
+	waiting map[*session]model.CodeInput // each queued or set-aside session's newest input
 	// earlier are sessions' earlier ReScript sources to compile for their
 	// tasks only, with the session's next check (codeState.unseen).
 	earlier map[*session][]string
-	running bool
+	running map[*session]*runningCheck
+	workers int // worker goroutines alive
 	stopped bool
-	worker  sync.WaitGroup
+	wg      sync.WaitGroup
 }
 
-func newChecker(log *slog.Logger, rescript Compiler) *checker {
+// runningCheck is a check under way: its input, and how to cancel it.
+type runningCheck struct {
+	in     model.CodeInput
+	cancel context.CancelFunc
+}
+
+func newChecker(log *slog.Logger, workers int, rescript Compiler) *checker {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &checker{
-		budget: jsclient.DefaultBudget(), deadline: codeCheckDeadline, log: log, rescript: rescript,
-		ctx: ctx, cancel: cancel, waiting: make(map[*session]model.CodeInput), earlier: make(map[*session][]string),
+		budget: jsclient.DefaultBudget(), deadline: codeCheckDeadline, log: log, max: max(workers, 1), rescript: rescript,
+		ctx: ctx, cancel: cancel, waiting: make(map[*session]model.CodeInput), running: make(map[*session]*runningCheck),
+		earlier: make(map[*session][]string),
 	}
 }
 
@@ -312,34 +332,48 @@ func (k *checker) enqueue(s *session, in model.CodeInput) {
 	if k.stopped {
 		return
 	}
+	if r, ok := k.running[s]; ok {
+		if r.in.Same(in) {
+			delete(k.waiting, s) // the check under way is of this input
+			return
+		}
+		r.cancel() // superseded: its result would be shown to no one
+		k.waiting[s] = in
+		return // set aside: it joins the queue when the running check ends
+	}
 	if _, ok := k.waiting[s]; !ok {
 		k.queue = append(k.queue, s)
 	}
 	k.waiting[s] = in
-	if !k.running {
-		k.running = true
-		k.worker.Add(1)
+	k.spawn()
+}
+
+// spawn starts a worker if one is wanted; mu is held.
+func (k *checker) spawn() {
+	if k.workers < k.max && len(k.queue) > 0 {
+		k.workers++
+		k.wg.Add(1)
 		go k.work()
 	}
 }
 
-// stop cancels the check under way, forgets the waiting ones and waits for
-// the worker to exit.
+// stop cancels the checks under way, forgets the waiting ones and waits for
+// the workers to exit.
 func (k *checker) stop() {
 	k.mu.Lock()
 	k.stopped = true
 	k.queue, k.waiting, k.earlier = nil, map[*session]model.CodeInput{}, map[*session][]string{}
 	k.mu.Unlock()
 	k.cancel()
-	k.worker.Wait()
+	k.wg.Wait()
 }
 
 func (k *checker) work() {
-	defer k.worker.Done()
+	defer k.wg.Done()
 	for {
 		k.mu.Lock()
 		if k.stopped || len(k.queue) == 0 {
-			k.running = false
+			k.workers--
 			k.mu.Unlock()
 			return
 		}
@@ -349,10 +383,28 @@ func (k *checker) work() {
 		in, earlier := k.waiting[s], k.earlier[s]
 		delete(k.waiting, s)
 		delete(k.earlier, s)
+		ctx, cancel := context.WithCancel(k.ctx)
+		k.running[s] = &runningCheck{in: in, cancel: cancel}
+		k.spawn() // more in line: another worker, if one is free
 		k.mu.Unlock()
-		out := k.run(in, earlier)
-		if k.ctx.Err() != nil {
-			continue // stopping: the result is of no one's use; the loop exits
+
+		out := k.run(ctx, in, earlier)
+		superseded := ctx.Err() != nil
+		cancel()
+
+		k.mu.Lock()
+		delete(k.running, s)
+		if _, ok := k.waiting[s]; ok && !k.stopped {
+			k.queue = append(k.queue, s) // what it sent while checked: at the back
+		}
+		k.mu.Unlock()
+		if superseded {
+			// Stopping, or a newer input replaced it: no one's result,
+			// but the tasks its builds showed stay the session's.
+			if out.tasks != (model.CompilerTasks{}) && k.ctx.Err() == nil {
+				s.codeChecked(model.CodeInput{}, checkOutcome{tasks: out.tasks})
+			}
+			continue
 		}
 		s.codeChecked(in, out)
 	}
@@ -374,10 +426,13 @@ type checkDone struct {
 	out checkOutcome
 }
 
-// run checks one input under the deadline: past it (or on stop) the
-// sandbox is closed, which ends the check at its next call.
-func (k *checker) run(in model.CodeInput, earlier []string) checkOutcome {
-	ctx, cancel := context.WithTimeout(k.ctx, k.deadline)
+// run checks one input under the deadline: a ReScript source is compiled
+// first (and the earlier sources given, for their tasks), then the source
+// is loaded into a sandbox, which runs the whole check
+// (jsclient.Submission.Check); past the deadline, or when ctx ends, the
+// sandbox is killed.
+func (k *checker) run(ctx context.Context, in model.CodeInput, earlier []string) checkOutcome {
+	ctx, cancel := context.WithTimeout(ctx, k.deadline)
 	defer cancel()
 	started := time.Now()
 	base := model.Result{Status: model.CodeError, Seed: in.Seed}
@@ -392,7 +447,7 @@ func (k *checker) run(in model.CodeInput, earlier []string) checkOutcome {
 		}
 		source = out.JS
 	}
-	newClient, sub, err := jsclient.Load(ctx, source, k.budget)
+	_, sub, err := jsclient.Load(ctx, source, k.budget)
 	if err != nil {
 		var se *jsclient.SourceError
 		switch {
@@ -411,15 +466,21 @@ func (k *checker) run(in model.CodeInput, earlier []string) checkOutcome {
 		}
 		return checkOutcome{result: base, compiler: diags, tasks: tasks}
 	}
-	unhook := context.AfterFunc(ctx, sub.Close)
-	res := model.Check(newClient, in.Seed, in.Cases)
-	unhook()
+	res, err := sub.Check(ctx, in.Seed, in.Cases)
 	sub.Close()
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		res.Status, res.Error = model.CodeError, fmt.Sprintf("The check took longer than %v and was stopped.", k.deadline)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		base.Error = fmt.Sprintf("The check took longer than %v and was stopped.", k.deadline)
+		res = base
+	case err != nil:
+		if ctx.Err() == nil {
+			k.log.Warn("a code check", "err", err)
+		}
+		base.Error = "The lab could not run the check; check the program again."
+		res = base
 	}
 	k.log.Debug("code check", "status", res.Status, "cases", res.Cases, "passed", res.Passed,
-		"took", time.Since(started), "used", sub.Used(), "peakRSS", sub.PeakRSS())
+		"took", time.Since(started), "used", sub.Used(), "peakRSS", sub.PeakRSS(), "replayed", sub.Replayed())
 	return checkOutcome{result: res, compiler: diags, tasks: tasks}
 }
 

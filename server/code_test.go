@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -74,7 +75,7 @@ func submitFrame(source string) string {
 
 // checked reads state frames until one shows submission n checked, and
 // returns its code object. Any error frame fails the test.
-// A check waits for the one sandbox and runs on a core nothing else
+// A check waits for a sandbox and runs on a core nothing else
 // wants, so on a machine busy with the other tests (-race) it can take
 // seconds: checked waits up to checkWait for it.
 func (c *client) checked(n int) *codeObject {
@@ -377,5 +378,69 @@ func TestCodeInstructorCase(t *testing.T) {
 		if len(code.Own) != 1 || code.Own[0].Case != "the first final stays" || code.Own[0].Passed != tc.passes {
 			t.Fatalf("own: %s", code.raw)
 		}
+	}
+}
+
+// TestCodeFairQueue: a session that resubmits while its check runs goes
+// behind a session that asked meanwhile. With one worker, A's slow
+// program is being checked when A submits it again and B submits for the
+// first time, then A a third time: B's result comes before A's last. (A
+// queue that kept A's place ahead of B, or ran A's newer input at once,
+// would check A's 2 s program again first.)
+func TestCodeFairQueue(t *testing.T) {
+	t.Parallel()
+	_, ts := runLab(t, server.Config{CodeWorkers: 1})
+	slow, right := testdata(t, "slow.js"), testdata(t, "ToolCall.res.js")
+	a, _ := dial(t, ts, newID())
+	b, _ := dial(t, ts, newID())
+	a.do(submitFrame(slow))
+	time.Sleep(300 * time.Millisecond) // the one worker takes it
+	a.do(submitFrame(slow))
+	b.do(submitFrame(right))
+	a.do(submitFrame(slow))
+	// Both sessions' frames are read at once; the order their results come
+	// in is the order the checker ran them.
+	type result struct {
+		who    string
+		status string
+		err    error
+	}
+	results := make(chan result, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), checkWait)
+	defer cancel()
+	await := func(c *client, who string, n int) {
+		for {
+			_, data, err := c.ws.Read(ctx)
+			if err != nil {
+				results <- result{who: who, err: err}
+				return
+			}
+			var f struct {
+				Type string `json:"type"`
+				Code *struct {
+					Submission int    `json:"submission"`
+					Status     string `json:"status"`
+				} `json:"code"`
+			}
+			if err := json.Unmarshal(data, &f); err != nil || f.Type != "state" {
+				results <- result{who: who, err: fmt.Errorf("frame %.200s: %v", data, err)}
+				return
+			}
+			if f.Code != nil && f.Code.Submission == n && f.Code.Status != "checking" {
+				results <- result{who: who, status: f.Code.Status}
+				return
+			}
+		}
+	}
+	go await(a, "A", 3)
+	go await(b, "B", 1)
+	first, second := <-results, <-results
+	for _, r := range []result{first, second} {
+		if r.err != nil {
+			t.Fatalf("%s: %v", r.who, r.err)
+		}
+	}
+	if first.who != "B" || first.status != "passed" || second.status != "error" {
+		t.Fatalf("results in the order %s (%s), %s (%s): want B's first check before A's resubmission", first.who, first.status, second.who, second.status)
 	}
 }

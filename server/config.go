@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"path"
+	"runtime"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -98,6 +99,10 @@ type Config struct {
 	// one client address may present at once; then one every 2 s. Not a
 	// flag: tests that present many on purpose raise it.
 	AuthFailureBurst int
+	// CodeWorkers is how many code checks run at once, each in a sandbox
+	// process on a core of its own (at the lowest priority); default: the
+	// cores (runtime.NumCPU). Not a flag: tests set it.
+	CodeWorkers int
 	// StuckAfter flags a student stuck on the progress board when no new
 	// step of the exercise was ticked for this long.
 	StuckAfter time.Duration
@@ -134,6 +139,7 @@ func DefaultConfig() Config {
 		MaxEvents:          5_000,
 		AuthFailureBurst:   10,
 		StuckAfter:         5 * time.Minute,
+		CodeWorkers:        runtime.NumCPU(),
 	}
 }
 
@@ -161,6 +167,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.MaxRenames = orDefault(c.MaxRenames, d.MaxRenames)
 	c.MaxEvents = orDefault(c.MaxEvents, d.MaxEvents)
 	c.AuthFailureBurst = orDefault(c.AuthFailureBurst, d.AuthFailureBurst)
+	c.CodeWorkers = orDefault(c.CodeWorkers, d.CodeWorkers)
 	c.StuckAfter = orDefault(c.StuckAfter, d.StuckAfter)
 	if c.Logger == nil {
 		c.Logger = d.Logger

@@ -69,7 +69,7 @@ const (
 	// Programs submitted for the code check (code.go): a few at once, then
 	// one every 5 seconds in a session; per client address enough for a
 	// class behind one NAT checking every few seconds. A check costs up to
-	// its budget of CPU (2 s, jsclient.DefaultBudget) in the one sandbox.
+	// its budget of CPU (2 s, jsclient.DefaultBudget) in a sandbox (one per core).
 	codeSessionRate  = 0.2 // a second, per session
 	codeSessionBurst = 3
 	codeAddrRate     = 2 // a second, per address

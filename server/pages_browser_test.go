@@ -52,7 +52,7 @@ func waitJS(p *tab, what, expr string) {
 }
 
 // waitChecked is waitJS for a code check's result, within checkWait (a
-// check may wait for the one sandbox and for a free core).
+// check may wait for a sandbox and for a free core).
 func waitChecked(p *tab, what, expr string) {
 	p.t.Helper()
 	waitUntilWithin(p, checkWait, what, func(ctx context.Context) (bool, error) {

@@ -24,7 +24,7 @@ import (
 // once plain and once while hostile students submit the programs of
 // internal/jsclient/testdata/hostile, one after another, as fast as the
 // lab's allowance of checks lets them. The code check runs in a sandbox
-// child process, one at a time in the server; what is measured is that
+// child process, one per core in the server; what is measured is that
 // the class's last tab keeps its p99 meanwhile, that every hostile check
 // ends as status "error", and how much the lab and its sandbox children
 // grow in RSS.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -37,14 +38,18 @@ const grace = 2 * time.Second
 // the cores that long, or stopped, is killed all the same.
 const starved = 10 * time.Second
 
-// slots lets one sandbox run at a time in the whole server: a check is CPU
-// work, and its memory is then the cap once, not once per session.
-var slots = make(chan struct{}, 1)
+// slots lets one sandbox run per core in the whole server: a check is CPU
+// work (one thread's), and its memory is then the cap once per core, not
+// once per session.
+var slots = make(chan struct{}, runtime.NumCPU())
 
 // Submission is a loaded program and the sandbox that runs it. Its methods
 // and its clients' are safe for one goroutine at a time.
 type Submission struct {
 	budget Budget
+	source string // for a replay (check.go)
+	// allowance is checkAllowance (check.go); tests lower it.
+	allowance time.Duration
 
 	mu     sync.Mutex // guards everything below; held over one round trip
 	cmd    *exec.Cmd
@@ -57,11 +62,13 @@ type Submission struct {
 	spent  bool
 	closed bool
 	peak   int64 // the sandbox's peak resident memory, once it has ended
+	// replayed: the check was played again a round trip per call (check.go)
+	replayed bool
 }
 
 // Load starts a sandbox, loads source into it and returns the way to make
 // a fresh instance of the module for each case. It waits for the server's
-// one sandbox slot, up to ctx. A source the lab cannot run is a
+// sandbox slots (one per core), up to ctx. A source the lab cannot run is a
 // *SourceError (syntax, import, export form, missing function, a throw at
 // the top level). The caller must Close the Submission.
 func Load(ctx context.Context, source string, b Budget) (model.NewClient, *Submission, error) {
@@ -76,6 +83,7 @@ func Load(ctx context.Context, source string, b Budget) (model.NewClient, *Submi
 		<-slots
 		return nil, nil, err
 	}
+	s.source = source
 	resp, err := s.roundTrip(request{Op: opLoad, A: source}, b.PerCall)
 	if err == nil && resp.Err != "" {
 		err = resp.sourceError()
@@ -143,7 +151,7 @@ func start(b Budget) (*Submission, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Submission{budget: b, cmd: cmd, stdin: stdin, stderr: &tail{}}
+	s := &Submission{budget: b, allowance: checkAllowance, cmd: cmd, stdin: stdin, stderr: &tail{}}
 	cmd.Stderr = s.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("jsclient: cannot start the sandbox: %w", err)
@@ -258,6 +266,8 @@ func opName(o op) string {
 		return "receive"
 	case opExpire:
 		return "expire"
+	case opCheck:
+		return "the check"
 	}
 	return "view"
 }
