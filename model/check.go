@@ -181,12 +181,18 @@ type heldMsg struct {
 type host struct {
 	c       Client
 	current ClientCall
-	view    []byte // view(current), as the module wrote it
-	parsed  CallView
-	shape   string // parseView(view)
-	notice  string
+	showing // what the module shows of current, and its notice
 	runs    int
 	held    []heldMsg
+}
+
+// showing is what the module shows after a frame: view(current) as it
+// wrote it, read as the host reads it, and the notice.
+type showing struct {
+	view   []byte
+	parsed CallView
+	shape  string // parseView(view)
+	notice string
 }
 
 // play plays t on the reference and on a fresh module; it returns the first
@@ -198,54 +204,60 @@ func play(newClient NewClient, t Trace) (*outcome, error) {
 		return nil, err
 	}
 	ref := newRefHost()
-	h := &host{c: c, notice: NoticeReady, runs: 1}
+	h := &host{c: c, showing: showing{notice: NoticeReady}, runs: 1}
 	setupErr := h.begin(runID(1))
 	for i, f := range t {
 		f = Command{Kind: f.Kind, Raw: f.Raw, Message: f.Message}
-		before := ref.call
+		rs := refStep{frame: f, before: ref.call}
 		if err := ref.step(f); err != nil {
 			return nil, fmt.Errorf("frame %d (%s): %w", i+1, frameText(f), err)
 		}
-		want := ref.call.View()
-		fail := func() *outcome {
-			return &outcome{step: i, frame: f, expected: Expected{Call: viewJSON(want), Notice: ref.notice}}
+		rs.after = ref.call
+		if f.Kind == Deliver {
+			rs.msg = ref.held[f.Message-1]
 		}
 		if setupErr != nil {
-			o := fail()
-			o.fail(setupErr)
-			return o, nil
+			return judge(i, rs, ref.notice, nil, "", setupErr), nil
 		}
 		mutated, err := h.step(f)
-		if err != nil {
-			o := fail()
-			o.fail(err)
+		if o := judge(i, rs, ref.notice, &h.showing, mutated, err); o != nil {
 			return o, nil
 		}
-		if h.shape == "" && h.parsed == want && h.notice == ref.notice && mutated == "" {
-			continue
-		}
-		o := fail()
-		switch {
-		case h.shape != "":
-			o.property = PropViewShape
-			mutated = "view returned " + h.shape
-		case h.parsed != want || h.notice != ref.notice:
-			rs := refStep{frame: f, before: before, after: ref.call}
-			if f.Kind == Deliver {
-				rs.msg = ref.held[f.Message-1]
-				rs.kind = Explain(before, rs.msg).Kind
-			}
-			o.property = classify(rs, h.parsed, h.notice)
-		default:
-			o.property = PropMutates
-		}
-		o.got = h.got()
-		if mutated != "" {
-			o.got.Error = strPtr(mutated)
-		}
-		return o, nil
 	}
 	return nil, nil
+}
+
+// judge compares what the module shows after frame i (s, and mutated
+// when the call it was given changed), or the error it raised, with what
+// the reference did there (rs, and its notice); nil when they agree. It
+// is the comparison of every case and of the search.
+func judge(i int, rs refStep, refNotice string, s *showing, mutated string, err error) *outcome {
+	want := rs.after.View()
+	if err == nil && s.shape == "" && s.parsed == want && s.notice == refNotice && mutated == "" {
+		return nil
+	}
+	o := &outcome{step: i, frame: rs.frame, expected: Expected{Call: viewJSON(want), Notice: refNotice}}
+	if err != nil {
+		o.fail(err)
+		return o
+	}
+	switch {
+	case s.shape != "":
+		o.property = PropViewShape
+		mutated = "view returned " + s.shape
+	case s.parsed != want || s.notice != refNotice:
+		if rs.frame.Kind == Deliver && !rs.kindKnown {
+			rs.kind = Explain(rs.before, rs.msg).Kind
+		}
+		o.property = classify(rs, s.parsed, s.notice)
+	default:
+		o.property = PropMutates
+	}
+	o.got = s.got()
+	if mutated != "" {
+		o.got.Error = strPtr(mutated)
+	}
+	return o
 }
 
 // refHost is the reference: the seed's host over the model's own Begin,
@@ -302,7 +314,7 @@ func (o *outcome) fail(err error) {
 func strPtr(s string) *string { return &s }
 
 // got is what the module shows after a step.
-func (h *host) got() Got {
+func (h *showing) got() Got {
 	g := Got{Notice: strPtr(h.notice)}
 	if len(h.view) <= maxGotView && json.Valid(h.view) {
 		g.Call = json.RawMessage(h.view)
@@ -311,7 +323,7 @@ func (h *host) got() Got {
 }
 
 // setView keeps v, the view of the current call, read.
-func (h *host) setView(v []byte) {
+func (h *showing) setView(v []byte) {
 	h.view = v
 	h.parsed, h.shape = parseView(v)
 }
@@ -462,7 +474,8 @@ type refStep struct {
 	frame         Command
 	before, after Call
 	msg           Message      // Deliver: the message delivered
-	kind          DeliveryKind // Deliver: what it was to the call
+	kind          DeliveryKind // Deliver: what it was to the call, once kindKnown
+	kindKnown     bool
 }
 
 // classify names a step where the module's view or notice differs from
