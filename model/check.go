@@ -42,6 +42,17 @@ type Result struct {
 	// Own is how the module did on each of the instructor's own cases, in
 	// the order given (an addition to the issue's shape).
 	Own []CaseOutcome `json:"own,omitempty"`
+	// What the search (search.go) covered: the states it visited, its
+	// bound on frames, whether it went through every sequence within its
+	// bounds, and the lesson's situations it met.
+	Explored  int         `json:"explored"`
+	Depth     int         `json:"depth"`
+	Exhausted bool        `json:"exhausted"`
+	Coverage  []Situation `json:"coverage,omitempty"`
+	// SearchNote says in words why the search could not merge states or
+	// reuse answers (a module with state outside its calls, calls that
+	// cannot be written as JSON).
+	SearchNote string `json:"searchNote,omitempty"`
 }
 
 // CaseOutcome is whether the module passed one named case.
@@ -93,54 +104,95 @@ const maxGotView = 4 << 10
 
 // Check plays every case on newClient's modules (a fresh instance per
 // case): the nine walkthrough steps, then the instructor's own cases
-// (extra), then the campaign of seed. Every case is played, so Passed
-// counts all that pass; the first failing case, in that order, is shrunk
+// (extra), then the search within DefaultSearchBounds (one case), then the
+// campaign of seed. Every case is played, so Passed counts all that pass.
+// A difference the search finds is the failure reported, already
+// shortest; otherwise the first failing case, in that order, is shrunk
 // and returned. An error from the module makes the status "error"; one
 // that wraps ErrStop ends the check where it happened, unshrunk.
 func Check(newClient NewClient, seed uint64, extra []Case) Result {
+	return CheckWithin(newClient, seed, extra, DefaultSearchBounds())
+}
+
+// CheckWithin is Check with the search's bounds; b.Depth 0 leaves the
+// search out (the check before issue 43).
+func CheckWithin(newClient NewClient, seed uint64, extra []Case, b SearchBounds) Result {
+	campaign := Campaign(seed)
 	all := Walkthrough()
 	all = append(all, extra...)
-	all = append(all, Campaign(seed)...)
-	res := Result{Status: CodePassed, Cases: len(all), Seed: seed}
 	nWalk := NumSteps
+	res := Result{Status: CodePassed, Cases: len(all) + len(campaign), Seed: seed}
 	var first *outcome
 	var firstCase Case
-	for i, c := range all {
-		if i >= nWalk && i < nWalk+len(extra) {
-			if err := ValidateTrace(c.Frames); err != nil {
-				return res.stopped(fmt.Sprintf("case %q: %v", c.Name, err), nil)
+	playAll := func(cases []Case) *Result {
+		for i, c := range cases {
+			own := i >= nWalk && i < nWalk+len(extra) && len(cases) == len(all)
+			if own {
+				if err := ValidateTrace(c.Frames); err != nil {
+					r := res.stopped(fmt.Sprintf("case %q: %v", c.Name, err), nil)
+					return &r
+				}
+			}
+			o, err := play(newClient, c.Frames)
+			if err != nil {
+				r := res.stopped(err.Error(), nil)
+				return &r
+			}
+			passed := o == nil
+			if own {
+				res.Own = append(res.Own, CaseOutcome{Case: c.Name, Passed: passed})
+			}
+			if passed {
+				res.Passed++
+				continue
+			}
+			if o.stop != nil {
+				f := o.failure(c.Name, c.Frames[:o.step+1])
+				r := res.stopped(where(c.Name, o)+": "+o.stop.Error(), &f)
+				return &r
+			}
+			if first == nil {
+				first, firstCase = o, c
 			}
 		}
-		o, err := play(newClient, c.Frames)
-		if err != nil {
-			return res.stopped(err.Error(), nil)
+		return nil
+	}
+	if r := playAll(all); r != nil {
+		return *r
+	}
+	var found *SearchReport
+	if b.Depth > 0 {
+		rep := Search(newClient, b)
+		res.Cases++
+		res.Explored, res.Depth, res.Exhausted, res.Coverage, res.SearchNote = rep.Explored, rep.Depth, rep.Exhausted, rep.Coverage, rep.Note
+		if rep.stop {
+			return res.stopped(rep.Error, rep.Failure)
 		}
-		passed := o == nil
-		if i >= nWalk && i < nWalk+len(extra) {
-			res.Own = append(res.Own, CaseOutcome{Case: c.Name, Passed: passed})
-		}
-		if passed {
+		if rep.Failure == nil {
 			res.Passed++
-			continue
-		}
-		if o.stop != nil {
-			f := o.failure(c.Name, c.Frames[:o.step+1])
-			return res.stopped(where(c.Name, o)+": "+o.stop.Error(), &f)
-		}
-		if first == nil {
-			first, firstCase = o, c
+		} else {
+			found = &rep
 		}
 	}
-	if first == nil {
+	if r := playAll(campaign); r != nil {
+		return *r
+	}
+	name, frames, o := "", Trace(nil), (*outcome)(nil)
+	switch {
+	case found != nil:
+		name, frames, o = found.Failure.Case, found.Failure.Frames, found.o
+	case first != nil:
+		name = firstCase.Name
+		frames, o = shrink(newClient, firstCase.Frames, first)
+	default:
 		return res
 	}
-	frames, o := shrink(newClient, firstCase.Frames, first)
-	f := o.failure(firstCase.Name, frames)
+	f := o.failure(name, frames)
 	res.Failure = &f
 	res.Status = CodeFailed
 	if o.property == PropError {
 		res.Status = CodeError
-		res.Error = where(firstCase.Name, o) + ": " + *o.got.Error
+		res.Error = where(name, o) + ": " + *o.got.Error
 	}
 	return res
 }

@@ -34,6 +34,7 @@ const (
 	opReceive
 	opExpire
 	opView
+	opKey // the call value's JSON (callkey.go)
 )
 
 type request struct {
@@ -163,6 +164,12 @@ func serveChild(asCap, budget string) int {
 		case req.Op == opExpire:
 			id, n, err := inst.update(2, req.Call, req.A, req.B)
 			resp.Call, resp.Notice = id, n
+			if err != nil {
+				fail(err)
+			}
+		case req.Op == opKey:
+			j, err := inst.callKey(req.Call)
+			resp.JSON = j
 			if err != nil {
 				fail(err)
 			}

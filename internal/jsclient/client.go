@@ -258,6 +258,8 @@ func opName(o op) string {
 		return "receive"
 	case opExpire:
 		return "expire"
+	case opKey:
+		return "writing the call as JSON"
 	}
 	return "view"
 }
