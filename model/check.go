@@ -411,19 +411,10 @@ func (h *host) step(f Command) (mutated string, err error) {
 		// A bad view is this step's failure.
 		h.held = append(h.held, heldMsg{deadline: true, runID: h.parsed.RunID, callID: h.parsed.CallID})
 	case Deliver:
-		m := h.held[f.Message-1]
 		given, before := h.current, h.view
-		var next ClientCall
-		var notice, fn string
-		if m.deadline {
-			fn = fmt.Sprintf("expire(call, %q, %q)", m.runID, m.callID)
-			next, notice, err = h.c.Expire(given, m.runID, m.callID)
-		} else {
-			fn = "receive(call, raw)"
-			next, notice, err = h.c.Receive(given, m.raw)
-		}
+		next, notice, fn, err := deliverTo(h.c, given, h.held[f.Message-1])
 		if err != nil {
-			return "", fmt.Errorf("%s: %w", fn, err)
+			return "", err
 		}
 		after, err := h.c.View(given)
 		if err != nil {
@@ -433,13 +424,36 @@ func (h *host) step(f Command) (mutated string, err error) {
 		if err != nil {
 			return "", fmt.Errorf("view of the call %s returned: %w", fn, err)
 		}
-		if string(after) != string(before) {
-			mutated = fmt.Sprintf("%s changed the call it was given: its view was %s and is now %s", fn, clip(before), clip(after))
-		}
+		mutated = mutatedText(fn, before, after)
 		h.current, h.notice = next, notice
 		h.setView(v)
 	}
 	return mutated, nil
+}
+
+// deliverTo applies the held message m to the call given, as main.js
+// does: receive(call, raw) or expire(call, runId, callId). fn names the
+// call in sentences.
+func deliverTo(c Client, given ClientCall, m heldMsg) (next ClientCall, notice, fn string, err error) {
+	if m.deadline {
+		fn = fmt.Sprintf("expire(call, %q, %q)", m.runID, m.callID)
+		next, notice, err = c.Expire(given, m.runID, m.callID)
+	} else {
+		fn = "receive(call, raw)"
+		next, notice, err = c.Receive(given, m.raw)
+	}
+	if err != nil {
+		err = fmt.Errorf("%s: %w", fn, err)
+	}
+	return next, notice, fn, err
+}
+
+// mutatedText says how the call fn was given changed, "" when it did not.
+func mutatedText(fn string, before, after []byte) string {
+	if string(after) == string(before) {
+		return ""
+	}
+	return fmt.Sprintf("%s changed the call it was given: its view was %s and is now %s", fn, clip(before), clip(after))
 }
 
 // clip shortens a view's text for a sentence.

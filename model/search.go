@@ -235,7 +235,18 @@ func Search(newClient NewClient, b SearchBounds) SearchReport {
 		return rep
 	}
 	s := newSearch(c, b)
+	s.newClient = newClient
 	s.run()
+	if s.restart {
+		// The module keeps state outside its calls: search again, every
+		// sequence played on a fresh instance, within what is left.
+		s.reset()
+		s.run()
+	}
+	if s.fresh && s.setupErr != nil {
+		rep.Error, rep.stop = s.setupErr.Error(), true
+		return rep
+	}
 	rep.Explored, rep.Steps, rep.Calls = len(s.visited), s.steps, s.calls
 	rep.Exhausted = !s.cut && s.hidden == "" && s.unkeyed == 0
 	var notes []string
@@ -301,6 +312,7 @@ type answer struct {
 	mutated string
 	err     error
 	checked bool // asked twice already (the sample of hidden state)
+	n       int  // its place in the table: the first hit of every fourth is asked again
 }
 
 type memoKey struct {
@@ -308,9 +320,16 @@ type memoKey struct {
 }
 
 type search struct {
-	b     SearchBounds
-	c     Client
-	keyer CallKeyer
+	b         SearchBounds
+	c         Client
+	keyer     CallKeyer
+	newClient NewClient
+
+	// fresh: the module keeps state outside its calls, so every transition
+	// is played from the start on a fresh instance, as a case is; restart
+	// asks for that mode.
+	fresh, restart bool
+	setupErr       error // newClient failing in fresh mode
 
 	calls, steps int
 	cut          bool
@@ -325,8 +344,8 @@ type search struct {
 	refIDs     map[Call]int32
 	replies    [][]int32 // by runs: the alphabet's message ids
 
-	table  bool
 	memo   map[memoKey]*answer
+	views  map[int32]showing // the module's view of a call, by the call's id
 	hits   int
 	hidden string
 
@@ -341,7 +360,7 @@ type search struct {
 func newSearch(c Client, b SearchBounds) *search {
 	b.Held = min(b.Held, 8)
 	s := &search{b: b, c: c, modIDs: map[string]int32{}, msgIDs: map[msgKey]int32{}, refIDs: map[Call]int32{},
-		memo: map[memoKey]*answer{}, visited: map[string]struct{}{}, table: true}
+		memo: map[memoKey]*answer{}, views: map[int32]showing{}, visited: map[string]struct{}{}}
 	s.keyer, _ = c.(CallKeyer)
 	s.replies = make([][]int32, b.Runs+1)
 	for r := 1; r <= b.Runs; r++ {
@@ -432,62 +451,153 @@ func (s *search) key(call ClientCall) (int32, error) {
 }
 
 // ask plays one transition on the module: begin(run-k) when begin is k,
-// else delivering m to the call of st.
-func (s *search) ask(st *sstate, begin int, m heldMsg) *answer {
-	h := &host{c: counting{s.c, &s.calls}, current: st.mod, showing: *st.show, runs: begin - 1}
+// else delivering m to the call of st, as host.step does. The view of a
+// call the module returned is taken from views when that call (by its
+// JSON) was seen before, unless fresh.
+func (s *search) ask(st *sstate, begin int, m heldMsg, fresh bool) *answer {
+	cl := counting{s.c, &s.calls}
 	a := &answer{}
 	if begin > 0 {
+		h := &host{c: cl, showing: *st.show, runs: begin - 1}
 		_, a.err = h.step(startFrame())
-	} else {
-		h.held = []heldMsg{m}
-		a.mutated, a.err = h.step(deliverFrame(1))
+		if a.err == nil {
+			a.nextID, a.err = s.key(h.current)
+		}
+		sh := h.showing
+		a.next, a.show = h.current, &sh
+		return a
 	}
-	if a.err == nil {
-		a.nextID, a.err = s.key(h.current)
+	a.show = &showing{}
+	next, notice, fn, err := deliverTo(cl, st.mod, m)
+	if err != nil {
+		a.err = err
+		return a
 	}
-	sh := h.showing
-	a.next, a.show = h.current, &sh
+	after, err := cl.View(st.mod)
+	if err != nil {
+		a.err = fmt.Errorf("view of the call %s was given: %w", fn, err)
+		return a
+	}
+	a.mutated = mutatedText(fn, st.show.view, after)
+	a.next, a.show.notice = next, notice
+	if a.nextID, a.err = s.key(next); a.err != nil {
+		return a
+	}
+	if v, ok := s.views[a.nextID]; ok && !fresh && a.nextID >= 0 {
+		a.show.view, a.show.parsed, a.show.shape = v.view, v.parsed, v.shape
+		return a
+	}
+	v, err := cl.View(next)
+	if err != nil {
+		a.err = fmt.Errorf("view of the call %s returned: %w", fn, err)
+		return a
+	}
+	a.show.setView(v)
+	if a.nextID >= 0 && !fresh {
+		s.views[a.nextID] = *a.show
+	}
 	return a
 }
 
-// answer is the module's answer to a transition, from the table when it
-// was asked before; a sample of the table's answers is asked again, and a
-// different answer turns the table off (the module keeps state outside
-// its calls).
-func (s *search) answer(st *sstate, begin int, msg int32) *answer {
+// answer is the module's answer to frame f from st: from the table when
+// it was asked before, a sample of the table's answers asked again; a
+// different answer means the module keeps state outside its calls, and
+// the search restarts without the table (restart).
+func (s *search) answer(st *sstate, f Command, msg int32) *answer {
+	if s.fresh {
+		return s.replay(st, f)
+	}
+	begin := 0
+	if f.Kind == StartRun {
+		begin = st.runs + 1
+	}
 	k := memoKey{call: st.modID, msg: msg}
 	if begin > 0 {
 		k.msg = int32(-begin)
-	}
-	if begin > 0 || st.modID >= 0 {
-		if a, ok := s.memo[k]; ok && s.table {
-			s.hits++
-			if a.checked && s.hits%1024 != 0 {
-				return a
-			}
-			a.checked = true
-			b := s.ask(st, begin, s.msgs[max(msg, 0)].mod)
-			if errText(b.err) == errText(a.err) && b.nextID == a.nextID && b.mutated == a.mutated &&
-				string(b.show.view) == string(a.show.view) && b.show.notice == a.show.notice {
-				return a
-			}
-			if errors.Is(b.err, ErrStop) {
-				return b
-			}
-			s.table = false
-			s.hidden = "The module answered the same call and message differently when asked again (it keeps state outside the call), so every step was asked anew."
-			return b
-		}
 	}
 	var m heldMsg
 	if begin == 0 {
 		m = s.msgs[msg].mod
 	}
-	a := s.ask(st, begin, m)
-	if s.table && (begin > 0 || st.modID >= 0) && a.nextID >= 0 {
+	keyed := begin > 0 || st.modID >= 0
+	if a, ok := s.memo[k]; ok && keyed {
+		s.hits++
+		if (a.checked || a.n%4 != 0) && s.hits%512 != 0 {
+			return a
+		}
+		a.checked = true
+		b := s.ask(st, begin, m, true)
+		if errText(b.err) == errText(a.err) && b.nextID == a.nextID && b.mutated == a.mutated &&
+			string(b.show.view) == string(a.show.view) && b.show.notice == a.show.notice {
+			return a
+		}
+		if !errors.Is(b.err, ErrStop) {
+			s.restart = true
+		}
+		return b
+	}
+	a := s.ask(st, begin, m, false)
+	if keyed && a.nextID >= 0 {
+		a.n = len(s.memo)
 		s.memo[k] = a
 	}
 	return a
+}
+
+// path is the frames from the start to st.
+func (st *sstate) path() Trace {
+	var t Trace
+	for p := st; p.parent != nil; p = p.parent {
+		t = append(t, p.frame)
+	}
+	slices.Reverse(t)
+	return t
+}
+
+// replay plays st's frames and then f on a fresh instance, as a case is
+// played, and answers what the module did at f.
+func (s *search) replay(st *sstate, f Command) *answer {
+	a := &answer{show: &showing{}}
+	s.calls++
+	c, err := s.newClient()
+	if err != nil {
+		if s.setupErr == nil {
+			s.setupErr = err
+		}
+		a.err = fmt.Errorf("a fresh instance: %w", err)
+		return a
+	}
+	h := &host{c: counting{c, &s.calls}, showing: showing{notice: NoticeReady}, runs: 1}
+	if a.err = h.begin(runID(1)); a.err != nil {
+		return a
+	}
+	for _, g := range append(st.path(), f) {
+		if a.mutated, a.err = h.step(g); a.err != nil {
+			return a
+		}
+	}
+	sh := h.showing
+	a.next, a.show = h.current, &sh
+	if k, ok := c.(CallKeyer); ok {
+		save := s.keyer
+		s.keyer = k
+		a.nextID, a.err = s.key(h.current)
+		s.keyer = save
+	} else {
+		a.nextID, a.err = s.key(h.current)
+	}
+	return a
+}
+
+// reset forgets what a search found, for a search again in fresh mode.
+func (s *search) reset() {
+	s.fresh, s.restart, s.stopped = true, false, false
+	s.hidden = "The module answered the same call and message differently when asked again (it keeps state outside the call), so the search played every sequence anew on a fresh instance, as far as its budget allowed."
+	s.memo, s.views = nil, nil
+	s.visited = map[string]struct{}{}
+	s.hit, s.wrong = [numSituations]int{}, [numSituations]bool{}
+	s.first, s.firstFrames = nil, nil
+	s.steps = 0
 }
 
 func errText(err error) string {
@@ -540,17 +650,20 @@ func (s *search) run() {
 	}
 	s.visited[s.stateKey(root)] = struct{}{}
 	level := []*sstate{root}
-	for d := 0; d < s.b.Depth && len(level) > 0 && !s.cut && !s.stopped; d++ {
+	for d := 0; d < s.b.Depth && len(level) > 0 && !s.halted(); d++ {
 		var next []*sstate
 		for _, st := range level {
 			next = s.expand(st, next)
-			if s.cut || s.stopped {
+			if s.halted() {
 				break
 			}
 		}
 		level = next
 	}
 }
+
+// halted says the search must stop: a cap, ErrStop, or a restart.
+func (s *search) halted() bool { return s.cut || s.stopped || s.restart }
 
 // expand judges every frame from st and returns the states it reaches
 // that were not visited, appended to next.
@@ -566,7 +679,7 @@ func (s *search) expand(st *sstate, next []*sstate) []*sstate {
 	held := func(id int32) bool { return slices.Contains(st.held, id) }
 	try := func(f Command, msg int32) bool {
 		child := s.step(st, f, msg)
-		if s.stopped || s.cut {
+		if s.halted() {
 			return false
 		}
 		if child != nil {
@@ -621,7 +734,7 @@ func (s *search) step(st *sstate, f Command, msg int32) *sstate {
 		if !s.budget() {
 			return nil
 		}
-		a = s.answer(st, child.runs, 0)
+		a = s.answer(st, f, 0)
 	case QueueReply, QueueDeadline:
 		child.held = append(slices.Clip(st.held), msg)
 	case Deliver:
@@ -635,7 +748,7 @@ func (s *search) step(st *sstate, f Command, msg int32) *sstate {
 		if !s.budget() {
 			return nil
 		}
-		a = s.answer(st, 0, msg)
+		a = s.answer(st, f, msg)
 	}
 	rs.after = child.ref
 	var o *outcome
@@ -657,13 +770,25 @@ func (s *search) step(st *sstate, f Command, msg int32) *sstate {
 	if o == nil {
 		return &child
 	}
-	if s.first == nil || o.stop != nil {
-		var t Trace
-		for p := &child; p.parent != nil; p = p.parent {
-			t = append(t, p.frame)
+	if s.restart {
+		return nil
+	}
+	if s.first == nil && o.stop == nil && !s.fresh {
+		// The first difference must show on a fresh instance too, as a
+		// case: when it does not, the module keeps state outside its calls.
+		t := child.path()
+		po, err := play(s.newClient, t)
+		switch {
+		case po != nil && po.stop != nil:
+			s.fail(po, t[:po.step+1])
+			return nil
+		case err != nil || po == nil || po.step != len(t)-1:
+			s.restart = true
+			return nil
 		}
-		slices.Reverse(t)
-		s.fail(o, t)
+	}
+	if s.first == nil || o.stop != nil {
+		s.fail(o, child.path())
 	}
 	return nil
 }

@@ -3,6 +3,8 @@ package jsclient
 import (
 	"context"
 	"testing"
+
+	"github.com/toolcall-lab/lab/model"
 )
 
 const benchReply = `{"runId":"run-1","callId":"lookup","kind":"completed","output":"Answer for run-1"}`
@@ -78,6 +80,55 @@ func BenchmarkNewInstanceInProcess(b *testing.B) {
 	for b.Loop() {
 		if _, err := p.newInstance(); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// The search of issue 43 on the lesson's module, in the lab's process and
+// through the sandbox, and the whole check through the sandbox.
+func BenchmarkSearchInProcess(b *testing.B) {
+	nc := inProcess(b, read(b, "ToolCall.res.js"))
+	benchSearch(b, nc)
+}
+
+func BenchmarkSearchSandbox(b *testing.B) {
+	nc, _ := load(b, read(b, "ToolCall.res.js"), Budget{Total: 1 << 62})
+	benchSearch(b, nc)
+}
+
+func benchSearch(b *testing.B, nc model.NewClient) {
+	var r model.SearchReport
+	for b.Loop() {
+		r = model.Search(nc, model.DefaultSearchBounds())
+		if r.Failure != nil || !r.Exhausted {
+			b.Fatalf("%+v", r.Failure)
+		}
+	}
+	b.ReportMetric(float64(r.Explored), "states")
+	b.ReportMetric(float64(r.Calls), "calls")
+}
+
+// The whole check (walkthrough, search, campaign) as the server runs it:
+// Load, then model.Check within the default budget.
+func BenchmarkCheckSandbox(b *testing.B) {
+	src := read(b, "ToolCall.res.js")
+	for b.Loop() {
+		nc, s, err := Load(context.Background(), src, Budget{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r := model.Check(nc, 7, nil); r.Status != model.CodePassed {
+			b.Fatalf("%+v", r)
+		}
+		s.Close()
+	}
+}
+
+func BenchmarkCheckInProcess(b *testing.B) {
+	nc := inProcess(b, read(b, "ToolCall.res.js"))
+	for b.Loop() {
+		if r := model.Check(nc, 7, nil); r.Status != model.CodePassed {
+			b.Fatalf("%+v", r)
 		}
 	}
 }
