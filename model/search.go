@@ -330,6 +330,7 @@ type search struct {
 	// asks for that mode.
 	fresh, restart bool
 	setupErr       error // newClient failing in fresh mode
+	mutates        bool  // the module changed a call it was given
 
 	calls, steps int
 	cut          bool
@@ -522,7 +523,9 @@ func (s *search) answer(st *sstate, f Command, msg int32) *answer {
 	keyed := begin > 0 || st.modID >= 0
 	if a, ok := s.memo[k]; ok && keyed {
 		s.hits++
-		if (a.checked || a.n%4 != 0) && s.hits%512 != 0 {
+		// A module that changed a call it was given has changed calls
+		// other states hold: asking again would only show that.
+		if (a.checked || a.n%4 != 0) && s.hits%512 != 0 || s.mutates {
 			return a
 		}
 		a.checked = true
@@ -537,6 +540,9 @@ func (s *search) answer(st *sstate, f Command, msg int32) *answer {
 		return b
 	}
 	a := s.ask(st, begin, m, false)
+	if a.mutated != "" {
+		s.mutates = true
+	}
 	if keyed && a.nextID >= 0 {
 		a.n = len(s.memo)
 		s.memo[k] = a
@@ -611,6 +617,11 @@ func errText(err error) string {
 // runs so far, the module's call and the held messages as a set (each
 // with whether it was delivered).
 func (s *search) stateKey(st *sstate) string {
+	if s.fresh {
+		// A module with state outside its calls: two paths to the same
+		// calls may still have different futures.
+		return strconv.Itoa(len(s.visited))
+	}
 	refID, ok := s.refIDs[st.ref]
 	if !ok {
 		refID = int32(len(s.refIDs))
@@ -773,7 +784,7 @@ func (s *search) step(st *sstate, f Command, msg int32) *sstate {
 	if s.restart {
 		return nil
 	}
-	if s.first == nil && o.stop == nil && !s.fresh {
+	if s.first == nil && o.stop == nil && !s.fresh && !s.mutates {
 		// The first difference must show on a fresh instance too, as a
 		// case: when it does not, the module keeps state outside its calls.
 		t := child.path()
