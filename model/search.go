@@ -166,15 +166,17 @@ func situationsOf(rs refStep, d Delivery, replayed bool) uint32 {
 	return set
 }
 
-// searchReplies is the search's alphabet of replies while runs runs exist,
+// SearchReplies is the search's alphabet of replies while runs runs exist,
 // drawn from the lesson's decoder so that every guard of it is reached: a
 // completion and a rejection for every run so far; for the current run a
 // second completion with another output, another call id, an empty
-// output, markup, extra fields, a numeric output and reason, an unknown
-// kind, no kind, no runId and no callId for each kind, and identifiers
-// that differ only by a space; then text that is not JSON and JSON that
-// is not an object.
-func searchReplies(runs int) []string {
+// output, markup, extra fields, a numeric output and reason, a completion
+// with a reason instead of an output, an unknown kind, no kind, no runId
+// and no callId for each kind, and identifiers that differ only by a
+// space; then text that is not JSON (an unclosed brace, and an object
+// after a no-break space, which JSON.parse does not skip but trim does)
+// and JSON that is not an object (null, an array, a number).
+func SearchReplies(runs int) []string {
 	var out []string
 	for k := 1; k <= runs; k++ {
 		key := Key{RunID: runID(k), CallID: CallID}
@@ -191,6 +193,7 @@ func searchReplies(runs int) []string {
 		head+`,"kind":"completed","output":"Answer","extra":1}`,
 		head+`,"kind":"completed","output":42}`,
 		head+`,"kind":"rejected","reason":7}`,
+		head+`,"kind":"completed","reason":"No such page"}`,
 		head+`,"kind":"done","output":"Answer"}`,
 		head+`,"output":"Answer"}`,
 		`{"callId":"lookup","kind":"completed","output":"Answer"}`,
@@ -199,7 +202,7 @@ func searchReplies(runs int) []string {
 		run+`,"kind":"rejected","reason":"No such page"}`,
 		replyJSON(Key{RunID: " " + cur.RunID, CallID: CallID}, "completed", "output", "Answer"),
 		replyJSON(Key{RunID: cur.RunID, CallID: CallID + " "}, "completed", "output", "Answer"),
-		"{", "null", "[]", "42",
+		"{", "\u00a0{}", "null", "[]", "42",
 	)
 }
 
@@ -365,7 +368,7 @@ func newSearch(c Client, b SearchBounds) *search {
 	s.keyer, _ = c.(CallKeyer)
 	s.replies = make([][]int32, b.Runs+1)
 	for r := 1; r <= b.Runs; r++ {
-		for _, raw := range searchReplies(r) {
+		for _, raw := range SearchReplies(r) {
 			s.replies[r] = append(s.replies[r], s.msgID(heldMsg{raw: raw}, Key{}))
 		}
 	}

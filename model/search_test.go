@@ -105,7 +105,7 @@ func differsWithin(t *testing.T, nc NewClient, n int) Trace {
 			walk(append(tr, startFrame()), runs+1, held)
 		}
 		if held < 5 {
-			for _, raw := range searchReplies(runs) {
+			for _, raw := range SearchReplies(runs) {
 				walk(append(tr, replyFrame(raw)), runs, held+1)
 			}
 			walk(append(tr, deadlineFrame()), runs, held+1)
