@@ -209,6 +209,8 @@ func TestMutantsAreCaughtWithShortestTraces(t *testing.T) {
 		}
 		if v.before != nil && v.before.Status != model.CodePassed {
 			beforeCaught++
+		} else if v.before != nil {
+			t.Logf("the check without the search passes %s (the search: %s)", v.m.name, frames(v.rep.Failure.Frames))
 		}
 		if v.after != nil && v.after.Status != model.CodePassed {
 			afterCaught++
@@ -232,7 +234,7 @@ func TestMutantsAreCaughtWithShortestTraces(t *testing.T) {
 // judgeMutant searches one variant and checks what the search says.
 func judgeMutant(m mutant, b model.SearchBounds, before bool) verdict {
 	v := verdict{m: m}
-	p, err := compileSource(m.src, Budget{Total: 1 << 62})
+	p, err := compileSource(m.src, inProcessBudget)
 	if err != nil {
 		return v
 	}
@@ -250,7 +252,7 @@ func judgeMutant(m mutant, b model.SearchBounds, before bool) verdict {
 	v.rep = model.Search(nc, b)
 	f := v.rep.Failure
 	switch {
-	case v.rep.Error != "" && f == nil:
+	case v.rep.Error != "":
 		v.problem = "the search stopped: " + v.rep.Error
 	case f == nil && !v.rep.Exhausted:
 		v.problem = "the search passed it without going through every sequence: " + v.rep.Note
