@@ -2,6 +2,7 @@ package jsclient
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
 	"github.com/toolcall-lab/lab/model"
@@ -85,10 +86,10 @@ func BenchmarkNewInstanceInProcess(b *testing.B) {
 }
 
 // The search of issue 43 on the lesson's module, in the lab's process and
-// through the sandbox, and the whole check through the sandbox.
+// through the sandbox, at the default depth and one deeper, and the whole
+// check through the sandbox and in process, with and without the search.
 func BenchmarkSearchInProcess(b *testing.B) {
-	nc := inProcess(b, read(b, "ToolCall.res.js"))
-	benchSearch(b, nc)
+	benchSearch(b, inProcess(b, read(b, "ToolCall.res.js")))
 }
 
 func BenchmarkSearchSandbox(b *testing.B) {
@@ -97,30 +98,45 @@ func BenchmarkSearchSandbox(b *testing.B) {
 }
 
 func benchSearch(b *testing.B, nc model.NewClient) {
-	var r model.SearchReport
-	for b.Loop() {
-		r = model.Search(nc, model.DefaultSearchBounds())
-		if r.Failure != nil || !r.Exhausted {
-			b.Fatalf("%+v", r.Failure)
-		}
+	for _, depth := range []int{5, 6} {
+		b.Run("depth="+strconv.Itoa(depth), func(b *testing.B) {
+			bounds := model.DefaultSearchBounds()
+			bounds.Depth = depth
+			var r model.SearchReport
+			for b.Loop() {
+				r = model.Search(nc, bounds)
+				if r.Failure != nil || !r.Exhausted {
+					b.Fatalf("%+v %s", r.Failure, r.Note)
+				}
+			}
+			b.ReportMetric(float64(r.Explored), "states")
+			b.ReportMetric(float64(r.Steps), "steps")
+			b.ReportMetric(float64(r.Calls), "calls")
+		})
 	}
-	b.ReportMetric(float64(r.Explored), "states")
-	b.ReportMetric(float64(r.Calls), "calls")
 }
 
-// The whole check (walkthrough, search, campaign) as the server runs it:
-// Load, then model.Check within the default budget.
+// The whole check as the server runs it: Load, then model.Check within
+// the default budget; "without the search" is the check before issue 43.
 func BenchmarkCheckSandbox(b *testing.B) {
 	src := read(b, "ToolCall.res.js")
-	for b.Loop() {
-		nc, s, err := Load(context.Background(), src, Budget{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if r := model.Check(nc, 7, nil); r.Status != model.CodePassed {
-			b.Fatalf("%+v", r)
-		}
-		s.Close()
+	for _, search := range []bool{true, false} {
+		b.Run("search="+strconv.FormatBool(search), func(b *testing.B) {
+			bounds := model.DefaultSearchBounds()
+			if !search {
+				bounds = model.SearchBounds{}
+			}
+			for b.Loop() {
+				nc, s, err := Load(context.Background(), src, Budget{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if r := model.CheckWithin(nc, 7, nil, bounds); r.Status != model.CodePassed {
+					b.Fatalf("%+v", r)
+				}
+				s.Close()
+			}
+		})
 	}
 }
 
