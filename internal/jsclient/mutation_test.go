@@ -182,7 +182,7 @@ func TestMutantsAreCaughtWithShortestTraces(t *testing.T) {
 	wg.Wait()
 
 	var caught, equivalent, unloadable int
-	var beforeCaught, afterCaught int
+	var beforeCaught, afterCaught, beforeLonger int
 	lengths := map[int]int{}
 	for _, i := range todo {
 		v := verdicts[i]
@@ -209,6 +209,9 @@ func TestMutantsAreCaughtWithShortestTraces(t *testing.T) {
 		}
 		if v.before != nil && v.before.Status != model.CodePassed {
 			beforeCaught++
+			if f := v.before.Failure; f != nil && len(f.Frames) > len(v.rep.Failure.Frames) {
+				beforeLonger++
+			}
 		} else if v.before != nil {
 			t.Logf("the check without the search passes %s (the search: %s)", v.m.name, frames(v.rep.Failure.Frames))
 		}
@@ -224,7 +227,8 @@ func TestMutantsAreCaughtWithShortestTraces(t *testing.T) {
 	t.Logf("%d variants played (%d rules' variants, %d wrong modules): %d do not load, %d equivalent within the bounds, %d caught by the search (%s)",
 		len(todo), len(all)-len(files), len(files), unloadable, equivalent, caught, strings.Join(ls, ", "))
 	if before {
-		t.Logf("score: before (no search) %d of %d, after (the check with the search) %d of %d", beforeCaught, caught, afterCaught, caught)
+		t.Logf("score: before (no search) %d of %d, %d of them reported with a trace longer than the search's; after (the check with the search) %d of %d",
+			beforeCaught, caught, beforeLonger, afterCaught, caught)
 	}
 	if equivalent*5 > len(todo) {
 		t.Errorf("%d of %d variants equivalent: the alphabet or the bounds miss something", equivalent, len(todo))
