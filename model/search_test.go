@@ -243,3 +243,12 @@ func TestSearchSummary(t *testing.T) {
 		}
 	}
 }
+
+// The Go side of the search: the reference behind the interface.
+func BenchmarkSearchReference(b *testing.B) {
+	for b.Loop() {
+		if r := Search(newRef, DefaultSearchBounds()); r.Failure != nil || !r.Exhausted {
+			b.Fatal(r.Note)
+		}
+	}
+}
