@@ -362,7 +362,7 @@ type search struct {
 }
 
 func newSearch(c Client, b SearchBounds) *search {
-	b.Held = min(b.Held, 8)
+	b.Held, b.Runs = min(b.Held, 8), max(b.Runs, 1)
 	s := &search{b: b, c: c, modIDs: map[string]int32{}, msgIDs: map[msgKey]int32{}, refIDs: map[Call]int32{},
 		memo: map[memoKey]*answer{}, views: map[int32]showing{}, visited: map[string]struct{}{}}
 	s.keyer, _ = c.(CallKeyer)
