@@ -42,6 +42,17 @@ type Result struct {
 	// Own is how the module did on each of the instructor's own cases, in
 	// the order given (an addition to the issue's shape).
 	Own []CaseOutcome `json:"own,omitempty"`
+	// What the search (search.go) covered: the states it visited, its
+	// bound on frames, whether it went through every sequence within its
+	// bounds, and the lesson's situations it met.
+	Explored  int         `json:"explored"`
+	Depth     int         `json:"depth"`
+	Exhausted bool        `json:"exhausted"`
+	Coverage  []Situation `json:"coverage,omitempty"`
+	// SearchNote says in words why the search could not merge states or
+	// reuse answers (a module with state outside its calls, calls that
+	// cannot be written as JSON).
+	SearchNote string `json:"searchNote,omitempty"`
 }
 
 // CaseOutcome is whether the module passed one named case.
@@ -93,54 +104,95 @@ const maxGotView = 4 << 10
 
 // Check plays every case on newClient's modules (a fresh instance per
 // case): the nine walkthrough steps, then the instructor's own cases
-// (extra), then the campaign of seed. Every case is played, so Passed
-// counts all that pass; the first failing case, in that order, is shrunk
+// (extra), then the search within DefaultSearchBounds (one case), then the
+// campaign of seed. Every case is played, so Passed counts all that pass.
+// A difference the search finds is the failure reported, already
+// shortest; otherwise the first failing case, in that order, is shrunk
 // and returned. An error from the module makes the status "error"; one
 // that wraps ErrStop ends the check where it happened, unshrunk.
 func Check(newClient NewClient, seed uint64, extra []Case) Result {
+	return CheckWithin(newClient, seed, extra, DefaultSearchBounds())
+}
+
+// CheckWithin is Check with the search's bounds; b.Depth 0 leaves the
+// search out (the check before issue 43).
+func CheckWithin(newClient NewClient, seed uint64, extra []Case, b SearchBounds) Result {
+	campaign := Campaign(seed)
 	all := Walkthrough()
 	all = append(all, extra...)
-	all = append(all, Campaign(seed)...)
-	res := Result{Status: CodePassed, Cases: len(all), Seed: seed}
 	nWalk := NumSteps
+	res := Result{Status: CodePassed, Cases: len(all) + len(campaign), Seed: seed}
 	var first *outcome
 	var firstCase Case
-	for i, c := range all {
-		if i >= nWalk && i < nWalk+len(extra) {
-			if err := ValidateTrace(c.Frames); err != nil {
-				return res.stopped(fmt.Sprintf("case %q: %v", c.Name, err), nil)
+	playAll := func(cases []Case) *Result {
+		for i, c := range cases {
+			own := i >= nWalk && i < nWalk+len(extra) && len(cases) == len(all)
+			if own {
+				if err := ValidateTrace(c.Frames); err != nil {
+					r := res.stopped(fmt.Sprintf("case %q: %v", c.Name, err), nil)
+					return &r
+				}
+			}
+			o, err := play(newClient, c.Frames)
+			if err != nil {
+				r := res.stopped(err.Error(), nil)
+				return &r
+			}
+			passed := o == nil
+			if own {
+				res.Own = append(res.Own, CaseOutcome{Case: c.Name, Passed: passed})
+			}
+			if passed {
+				res.Passed++
+				continue
+			}
+			if o.stop != nil {
+				f := o.failure(c.Name, c.Frames[:o.step+1])
+				r := res.stopped(where(c.Name, o)+": "+o.stop.Error(), &f)
+				return &r
+			}
+			if first == nil {
+				first, firstCase = o, c
 			}
 		}
-		o, err := play(newClient, c.Frames)
-		if err != nil {
-			return res.stopped(err.Error(), nil)
+		return nil
+	}
+	if r := playAll(all); r != nil {
+		return *r
+	}
+	var found *SearchReport
+	if b.Depth > 0 {
+		rep := Search(newClient, b)
+		res.Cases++
+		res.Explored, res.Depth, res.Exhausted, res.Coverage, res.SearchNote = rep.Explored, rep.Depth, rep.Exhausted, rep.Coverage, rep.Note
+		if rep.stop {
+			return res.stopped(rep.Error, rep.Failure)
 		}
-		passed := o == nil
-		if i >= nWalk && i < nWalk+len(extra) {
-			res.Own = append(res.Own, CaseOutcome{Case: c.Name, Passed: passed})
-		}
-		if passed {
+		if rep.Failure == nil {
 			res.Passed++
-			continue
-		}
-		if o.stop != nil {
-			f := o.failure(c.Name, c.Frames[:o.step+1])
-			return res.stopped(where(c.Name, o)+": "+o.stop.Error(), &f)
-		}
-		if first == nil {
-			first, firstCase = o, c
+		} else {
+			found = &rep
 		}
 	}
-	if first == nil {
+	if r := playAll(campaign); r != nil {
+		return *r
+	}
+	name, frames, o := "", Trace(nil), (*outcome)(nil)
+	switch {
+	case found != nil:
+		name, frames, o = found.Failure.Case, found.Failure.Frames, found.o
+	case first != nil:
+		name = firstCase.Name
+		frames, o = shrink(newClient, firstCase.Frames, first)
+	default:
 		return res
 	}
-	frames, o := shrink(newClient, firstCase.Frames, first)
-	f := o.failure(firstCase.Name, frames)
+	f := o.failure(name, frames)
 	res.Failure = &f
 	res.Status = CodeFailed
 	if o.property == PropError {
 		res.Status = CodeError
-		res.Error = where(firstCase.Name, o) + ": " + *o.got.Error
+		res.Error = where(name, o) + ": " + *o.got.Error
 	}
 	return res
 }
@@ -181,12 +233,18 @@ type heldMsg struct {
 type host struct {
 	c       Client
 	current ClientCall
-	view    []byte // view(current), as the module wrote it
-	parsed  CallView
-	shape   string // parseView(view)
-	notice  string
+	showing // what the module shows of current, and its notice
 	runs    int
 	held    []heldMsg
+}
+
+// showing is what the module shows after a frame: view(current) as it
+// wrote it, read as the host reads it, and the notice.
+type showing struct {
+	view   []byte
+	parsed CallView
+	shape  string // parseView(view)
+	notice string
 }
 
 // play plays t on the reference and on a fresh module; it returns the first
@@ -198,54 +256,60 @@ func play(newClient NewClient, t Trace) (*outcome, error) {
 		return nil, err
 	}
 	ref := newRefHost()
-	h := &host{c: c, notice: NoticeReady, runs: 1}
+	h := &host{c: c, showing: showing{notice: NoticeReady}, runs: 1}
 	setupErr := h.begin(runID(1))
 	for i, f := range t {
 		f = Command{Kind: f.Kind, Raw: f.Raw, Message: f.Message}
-		before := ref.call
+		rs := refStep{frame: f, before: ref.call}
 		if err := ref.step(f); err != nil {
 			return nil, fmt.Errorf("frame %d (%s): %w", i+1, frameText(f), err)
 		}
-		want := ref.call.View()
-		fail := func() *outcome {
-			return &outcome{step: i, frame: f, expected: Expected{Call: viewJSON(want), Notice: ref.notice}}
+		rs.after = ref.call
+		if f.Kind == Deliver {
+			rs.msg = ref.held[f.Message-1]
 		}
 		if setupErr != nil {
-			o := fail()
-			o.fail(setupErr)
-			return o, nil
+			return judge(i, rs, ref.notice, nil, "", setupErr), nil
 		}
 		mutated, err := h.step(f)
-		if err != nil {
-			o := fail()
-			o.fail(err)
+		if o := judge(i, rs, ref.notice, &h.showing, mutated, err); o != nil {
 			return o, nil
 		}
-		if h.shape == "" && h.parsed == want && h.notice == ref.notice && mutated == "" {
-			continue
-		}
-		o := fail()
-		switch {
-		case h.shape != "":
-			o.property = PropViewShape
-			mutated = "view returned " + h.shape
-		case h.parsed != want || h.notice != ref.notice:
-			rs := refStep{frame: f, before: before, after: ref.call}
-			if f.Kind == Deliver {
-				rs.msg = ref.held[f.Message-1]
-				rs.kind = Explain(before, rs.msg).Kind
-			}
-			o.property = classify(rs, h.parsed, h.notice)
-		default:
-			o.property = PropMutates
-		}
-		o.got = h.got()
-		if mutated != "" {
-			o.got.Error = strPtr(mutated)
-		}
-		return o, nil
 	}
 	return nil, nil
+}
+
+// judge compares what the module shows after frame i (s, and mutated
+// when the call it was given changed), or the error it raised, with what
+// the reference did there (rs, and its notice); nil when they agree. It
+// is the comparison of every case and of the search.
+func judge(i int, rs refStep, refNotice string, s *showing, mutated string, err error) *outcome {
+	want := rs.after.View()
+	if err == nil && s.shape == "" && s.parsed == want && s.notice == refNotice && mutated == "" {
+		return nil
+	}
+	o := &outcome{step: i, frame: rs.frame, expected: Expected{Call: viewJSON(want), Notice: refNotice}}
+	if err != nil {
+		o.fail(err)
+		return o
+	}
+	switch {
+	case s.shape != "":
+		o.property = PropViewShape
+		mutated = "view returned " + s.shape
+	case s.parsed != want || s.notice != refNotice:
+		if rs.frame.Kind == Deliver && !rs.kindKnown {
+			rs.kind = Explain(rs.before, rs.msg).Kind
+		}
+		o.property = classify(rs, s.parsed, s.notice)
+	default:
+		o.property = PropMutates
+	}
+	o.got = s.got()
+	if mutated != "" {
+		o.got.Error = strPtr(mutated)
+	}
+	return o
 }
 
 // refHost is the reference: the seed's host over the model's own Begin,
@@ -302,7 +366,7 @@ func (o *outcome) fail(err error) {
 func strPtr(s string) *string { return &s }
 
 // got is what the module shows after a step.
-func (h *host) got() Got {
+func (h *showing) got() Got {
 	g := Got{Notice: strPtr(h.notice)}
 	if len(h.view) <= maxGotView && json.Valid(h.view) {
 		g.Call = json.RawMessage(h.view)
@@ -311,7 +375,7 @@ func (h *host) got() Got {
 }
 
 // setView keeps v, the view of the current call, read.
-func (h *host) setView(v []byte) {
+func (h *showing) setView(v []byte) {
 	h.view = v
 	h.parsed, h.shape = parseView(v)
 }
@@ -347,19 +411,10 @@ func (h *host) step(f Command) (mutated string, err error) {
 		// A bad view is this step's failure.
 		h.held = append(h.held, heldMsg{deadline: true, runID: h.parsed.RunID, callID: h.parsed.CallID})
 	case Deliver:
-		m := h.held[f.Message-1]
 		given, before := h.current, h.view
-		var next ClientCall
-		var notice, fn string
-		if m.deadline {
-			fn = fmt.Sprintf("expire(call, %q, %q)", m.runID, m.callID)
-			next, notice, err = h.c.Expire(given, m.runID, m.callID)
-		} else {
-			fn = "receive(call, raw)"
-			next, notice, err = h.c.Receive(given, m.raw)
-		}
+		next, notice, fn, err := deliverTo(h.c, given, h.held[f.Message-1])
 		if err != nil {
-			return "", fmt.Errorf("%s: %w", fn, err)
+			return "", err
 		}
 		after, err := h.c.View(given)
 		if err != nil {
@@ -369,13 +424,36 @@ func (h *host) step(f Command) (mutated string, err error) {
 		if err != nil {
 			return "", fmt.Errorf("view of the call %s returned: %w", fn, err)
 		}
-		if string(after) != string(before) {
-			mutated = fmt.Sprintf("%s changed the call it was given: its view was %s and is now %s", fn, clip(before), clip(after))
-		}
+		mutated = mutatedText(fn, before, after)
 		h.current, h.notice = next, notice
 		h.setView(v)
 	}
 	return mutated, nil
+}
+
+// deliverTo applies the held message m to the call given, as main.js
+// does: receive(call, raw) or expire(call, runId, callId). fn names the
+// call in sentences.
+func deliverTo(c Client, given ClientCall, m heldMsg) (next ClientCall, notice, fn string, err error) {
+	if m.deadline {
+		fn = fmt.Sprintf("expire(call, %q, %q)", m.runID, m.callID)
+		next, notice, err = c.Expire(given, m.runID, m.callID)
+	} else {
+		fn = "receive(call, raw)"
+		next, notice, err = c.Receive(given, m.raw)
+	}
+	if err != nil {
+		err = fmt.Errorf("%s: %w", fn, err)
+	}
+	return next, notice, fn, err
+}
+
+// mutatedText says how the call fn was given changed, "" when it did not.
+func mutatedText(fn string, before, after []byte) string {
+	if string(after) == string(before) {
+		return ""
+	}
+	return fmt.Sprintf("%s changed the call it was given: its view was %s and is now %s", fn, clip(before), clip(after))
 }
 
 // clip shortens a view's text for a sentence.
@@ -462,7 +540,8 @@ type refStep struct {
 	frame         Command
 	before, after Call
 	msg           Message      // Deliver: the message delivered
-	kind          DeliveryKind // Deliver: what it was to the call
+	kind          DeliveryKind // Deliver: what it was to the call, once kindKnown
+	kindKnown     bool
 }
 
 // classify names a step where the module's view or notice differs from

@@ -28,6 +28,20 @@ func (refClient) View(c ClientCall) (json.RawMessage, error) {
 	return encodeView(c.(Call).View(), true), nil
 }
 
+// CallKey writes the call as a JavaScript module's record would be written.
+func (refClient) CallKey(c ClientCall) (string, error) {
+	return callJSON(c.(Call)), nil
+}
+
+func callJSON(c Call) string {
+	b := appendKey(nil, c.Key)
+	b = append(b, `,"status":`...)
+	b = jsjson.AppendString(b, c.Status.String())
+	b = append(b, `,"text":`...)
+	b = jsjson.AppendString(b, c.Text)
+	return string(append(b, '}'))
+}
+
 func newRef() (Client, error) { return refClient{}, nil }
 
 // encodeView writes a view as JSON.stringify writes the seed's record;
@@ -56,6 +70,8 @@ type bugs struct {
 	noDetail      bool // the view has no detail
 	throwOnReject bool // receive throws on a rejection
 	stopAfter     int  // after this many receives, every call fails with ErrStop (0: never)
+	noKey         bool // its calls cannot be written as JSON (a function in them)
+	counter       int  // hidden state: after this many receives, a completion's notice loses its full stop (0: never)
 }
 
 // jsCall is a call as a JavaScript object: a pointer, so a module can change it.
@@ -153,7 +169,7 @@ func (m buggy) Receive(cc ClientCall, raw string) (ClientCall, string, error) {
 			st = Pending
 		}
 		n := NoticeAcceptedComplete
-		if m.b.noticeOff {
+		if m.b.noticeOff || m.b.counter > 0 && *m.receives > m.b.counter {
 			n = strings.TrimSuffix(n, ".")
 		}
 		return m.set(c, st, r.Text), n, nil
@@ -193,6 +209,14 @@ func (m buggy) View(cc ClientCall) (json.RawMessage, error) {
 	return encodeView(Call{Key: c.key, Status: c.st, Text: c.text}.View(), !m.b.noDetail), nil
 }
 
+func (m buggy) CallKey(cc ClientCall) (string, error) {
+	if m.b.noKey {
+		return "", errors.New("the call holds a function")
+	}
+	c := cc.(*jsCall)
+	return callJSON(Call{Key: c.key, Status: c.st, Text: c.text}), nil
+}
+
 func newBuggy(b bugs) NewClient {
 	return func() (Client, error) { return buggy{b: b, receives: new(int)}, nil }
 }
@@ -218,9 +242,10 @@ var wrongModules = []struct {
 func TestCorrectModulePasses(t *testing.T) {
 	for _, seed := range []uint64{0, 1, 42, 1<<53 - 1} {
 		r := Check(newRef, seed, []Case{{Name: "mine", Frames: Trace{replyFrame("{}"), deliverFrame(1)}}})
-		want := Result{Status: CodePassed, Cases: len(Cases(seed)) + 1, Passed: len(Cases(seed)) + 1, Seed: seed,
-			Own: []CaseOutcome{{Case: "mine", Passed: true}}}
-		if !reflect.DeepEqual(r, want) {
+		n := len(Cases(seed)) + 2 // the instructor's case and the search
+		want := Result{Status: CodePassed, Cases: n, Passed: n, Seed: seed,
+			Own: []CaseOutcome{{Case: "mine", Passed: true}}, Explored: r.Explored, Depth: 5, Exhausted: true, Coverage: r.Coverage}
+		if !reflect.DeepEqual(r, want) || r.Explored < 1000 {
 			t.Errorf("seed %d: got %+v, want %+v", seed, r, want)
 		}
 	}
@@ -349,7 +374,7 @@ func TestResultJSONShape(t *testing.T) {
 		return strings.Join(sorted(ks), ",")
 	}
 	for _, c := range []struct{ got, want string }{
-		{keys(got), "cases,failure,passed,seed,status"},
+		{keys(got), "cases,coverage,depth,exhausted,explored,failure,passed,seed,status"},
 		{keys(f), "case,expected,frames,got,property,step"},
 		{keys(f["expected"].(map[string]any)), "call,notice"},
 		{keys(f["got"].(map[string]any)), "call,error,notice"},

@@ -28,3 +28,14 @@ type Client interface {
 // NewClient makes a fresh instance of a module, with none of the state a
 // previous case may have left in it.
 type NewClient func() (Client, error)
+
+// CallKeyer is an optional interface of a Client: CallKey is the identity
+// of a call value, the JSON text JSON.stringify writes of it. The search
+// (search.go) asks the module once per distinct call and message, and
+// merges states whose calls have the same key. An error says the value
+// cannot be written faithfully (a function, a cycle, a value JSON drops,
+// over the size cap): the search then treats that call as unlike any
+// other. An error that wraps ErrStop stops the check as any call's does.
+type CallKeyer interface {
+	CallKey(call ClientCall) (string, error)
+}

@@ -41,54 +41,42 @@ func SideBySide(newClient NewClient, t Trace) ([]StepSides, error) {
 		return nil, err
 	}
 	ref := newRefHost()
-	h := &host{c: c, notice: NoticeReady, runs: 1}
+	h := &host{c: c, showing: showing{notice: NoticeReady}, runs: 1}
 	setupErr := h.begin(runID(1))
 	out := make([]StepSides, 0, len(t))
 	first := true
-	for _, f := range t {
+	for i, f := range t {
 		f = Command{Kind: f.Kind, Raw: f.Raw, Message: f.Message}
-		before := ref.call
+		rs := refStep{frame: f, before: ref.call}
 		if err := ref.step(f); err != nil {
 			return nil, err // ValidateTrace let it through: a defect
 		}
-		s := StepSides{Frame: f, Expected: Expected{Call: viewJSON(ref.call.View()), Notice: ref.notice}}
+		rs.after = ref.call
+		if f.Kind == Deliver {
+			rs.msg = ref.held[f.Message-1]
+		}
 		err := setupErr
 		mutated := ""
 		if err == nil {
 			mutated, err = h.step(f)
 		}
-		if err != nil {
-			s.Got = Got{Error: strPtr(err.Error())}
-			s.Differs = true
+		s := StepSides{Frame: f, Expected: Expected{Call: viewJSON(ref.call.View()), Notice: ref.notice}}
+		var shown *showing
+		if err == nil {
+			shown = &h.showing
+		}
+		if o := judge(i, rs, ref.notice, shown, mutated, err); o != nil {
+			s.Got, s.Differs = o.got, true
 			if first {
-				s.Property = PropError
+				s.Property, first = o.property, false
 			}
-			out = append(out, s)
-			return out, nil
-		}
-		s.Got = h.got()
-		if mutated != "" {
-			s.Got.Error = strPtr(mutated)
-		}
-		want := ref.call.View()
-		s.Differs = h.shape != "" || h.parsed != want || h.notice != ref.notice || mutated != ""
-		if s.Differs && first {
-			first = false
-			switch {
-			case h.shape != "":
-				s.Property = PropViewShape
-			case h.parsed != want || h.notice != ref.notice:
-				rs := refStep{frame: f, before: before, after: ref.call}
-				if f.Kind == Deliver {
-					rs.msg = ref.held[f.Message-1]
-					rs.kind = Explain(before, rs.msg).Kind
-				}
-				s.Property = classify(rs, h.parsed, h.notice)
-			default:
-				s.Property = PropMutates
-			}
+		} else {
+			s.Got = h.showing.got()
 		}
 		out = append(out, s)
+		if err != nil {
+			return out, nil // the steps after an error cannot be played
+		}
 	}
 	return out, nil
 }

@@ -79,6 +79,11 @@ func newBrowser(t *testing.T) *tab {
 // newBrowserWithin is newBrowser for a test that may take up to timeout.
 func newBrowserWithin(t *testing.T, timeout time.Duration) *tab {
 	t.Helper()
+	if testing.Short() {
+		// CI's race run: the pages are tested in the plain run, and a
+		// browser's timings under the race detector test the machine.
+		t.Skip("browser tests do not run with -short")
+	}
 	path, err := findChromium()
 	if err != nil {
 		// A LAB_CHROMIUM that names no file is a mistake to report, not a

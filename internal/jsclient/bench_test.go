@@ -2,7 +2,10 @@ package jsclient
 
 import (
 	"context"
+	"strconv"
 	"testing"
+
+	"github.com/toolcall-lab/lab/model"
 )
 
 const benchReply = `{"runId":"run-1","callId":"lookup","kind":"completed","output":"Answer for run-1"}`
@@ -78,6 +81,70 @@ func BenchmarkNewInstanceInProcess(b *testing.B) {
 	for b.Loop() {
 		if _, err := p.newInstance(); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// The search of issue 43 on the lesson's module, in the lab's process and
+// through the sandbox, at the default depth and one deeper, and the whole
+// check through the sandbox and in process, with and without the search.
+func BenchmarkSearchInProcess(b *testing.B) {
+	benchSearch(b, inProcess(b, read(b, "ToolCall.res.js")))
+}
+
+func BenchmarkSearchSandbox(b *testing.B) {
+	nc, _ := load(b, read(b, "ToolCall.res.js"), Budget{Total: 1 << 62})
+	benchSearch(b, nc)
+}
+
+func benchSearch(b *testing.B, nc model.NewClient) {
+	for _, depth := range []int{5, 6} {
+		b.Run("depth="+strconv.Itoa(depth), func(b *testing.B) {
+			bounds := model.DefaultSearchBounds()
+			bounds.Depth = depth
+			var r model.SearchReport
+			for b.Loop() {
+				r = model.Search(nc, bounds)
+				if r.Failure != nil || !r.Exhausted {
+					b.Fatalf("%+v %s", r.Failure, r.Note)
+				}
+			}
+			b.ReportMetric(float64(r.Explored), "states")
+			b.ReportMetric(float64(r.Steps), "steps")
+			b.ReportMetric(float64(r.Calls), "calls")
+		})
+	}
+}
+
+// The whole check as the server runs it: Load, then model.Check within
+// the default budget; "without the search" is the check before issue 43.
+func BenchmarkCheckSandbox(b *testing.B) {
+	src := read(b, "ToolCall.res.js")
+	for _, search := range []bool{true, false} {
+		b.Run("search="+strconv.FormatBool(search), func(b *testing.B) {
+			bounds := model.DefaultSearchBounds()
+			if !search {
+				bounds = model.SearchBounds{}
+			}
+			for b.Loop() {
+				nc, s, err := Load(context.Background(), src, Budget{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if r := model.CheckWithin(nc, 7, nil, bounds); r.Status != model.CodePassed {
+					b.Fatalf("%+v", r)
+				}
+				s.Close()
+			}
+		})
+	}
+}
+
+func BenchmarkCheckInProcess(b *testing.B) {
+	nc := inProcess(b, read(b, "ToolCall.res.js"))
+	for b.Loop() {
+		if r := model.Check(nc, 7, nil); r.Status != model.CodePassed {
+			b.Fatalf("%+v", r)
 		}
 	}
 }

@@ -298,3 +298,20 @@ func (c *localClient) View(call model.ClientCall) (json.RawMessage, error) {
 	}
 	return json.RawMessage(j), nil
 }
+
+// CallKey is the call value's JSON (model.CallKeyer), so that the search
+// run in the sandbox merges states by the module's call too.
+func (c *localClient) CallKey(call model.ClientCall) (string, error) {
+	id, err := c.ref(call)
+	if err != nil {
+		return "", err
+	}
+	if err := c.in.p.spentError(); err != nil {
+		return "", err
+	}
+	k, err := c.in.callKey(id)
+	if err != nil {
+		return "", err
+	}
+	return string(k), nil
+}

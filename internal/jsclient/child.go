@@ -35,6 +35,7 @@ const (
 	opExpire
 	opView
 	opCheck // the whole check, in the sandbox (check.go)
+	opKey // the call value's JSON (callkey.go)
 )
 
 type request struct {
@@ -195,6 +196,12 @@ func serveChild(asCap, budget string) int {
 		case req.Op == opExpire:
 			id, n, err := inst.update(2, req.Call, req.A, req.B)
 			resp.Call, resp.Notice = id, n
+			if err != nil {
+				fail(err)
+			}
+		case req.Op == opKey:
+			j, err := inst.callKey(req.Call)
+			resp.JSON = j
 			if err != nil {
 				fail(err)
 			}

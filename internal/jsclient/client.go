@@ -268,6 +268,8 @@ func opName(o op) string {
 		return "expire"
 	case opCheck:
 		return "the check"
+	case opKey:
+		return "writing the call as JSON"
 	}
 	return "view"
 }

@@ -301,9 +301,13 @@ func (in *instance) guard(what string, f func() error) (err error) {
 	var check func()
 	// The timer runs on the wall clock; the budget is CPU time, so that a
 	// busy machine does not fail a program that waited for a core.
+	done := false // set when the call has returned: a late check must not interrupt the next
 	check = func() {
 		mu.Lock()
 		defer mu.Unlock()
+		if done {
+			return
+		}
 		if spent := cpuNow() - start; spent < limit {
 			timer = time.AfterFunc(limit-spent, check)
 			return
@@ -317,6 +321,7 @@ func (in *instance) guard(what string, f func() error) (err error) {
 	defer func() {
 		current.Store(nil)
 		mu.Lock()
+		done = true
 		timer.Stop()
 		mu.Unlock()
 		p.used += cpuNow() - start
@@ -370,8 +375,21 @@ func (in *instance) describe(what string, x any) error {
 func (in *instance) thrown(v goja.Value) (s string) {
 	rt := in.rt
 	rt.ClearInterrupt()
-	t := time.AfterFunc(10*time.Millisecond, func() { rt.Interrupt(errCallTime) })
+	// done keeps a timer that fired late (a loaded machine) from
+	// interrupting the next call once this one has cleared the flag.
+	var mu sync.Mutex
+	done := false
+	t := time.AfterFunc(10*time.Millisecond, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !done {
+			rt.Interrupt(errCallTime)
+		}
+	})
 	defer func() {
+		mu.Lock()
+		done = true
+		mu.Unlock()
 		t.Stop()
 		if recover() != nil {
 			s = "a value"
