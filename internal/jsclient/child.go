@@ -35,7 +35,7 @@ const (
 	opExpire
 	opView
 	opCheck // the whole check, in the sandbox (check.go)
-	opKey // the call value's JSON (callkey.go)
+	opKey   // the call value's JSON (callkey.go)
 )
 
 type request struct {
