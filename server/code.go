@@ -105,6 +105,10 @@ type codeRow struct {
 	// was not refused.
 	Warnings []int               `json:"warnings,omitzero"`
 	Tasks    model.CompilerTasks `json:"tasks"`
+	// Wrong are the lesson's situations the check's search found the
+	// program wrong in, in words, so that the board says which the class
+	// gets wrong.
+	Wrong []string `json:"wrong,omitempty"`
 }
 
 const codeChecking = "checking"
@@ -135,6 +139,11 @@ func (c *codeState) row() *codeRow {
 			r.Property = res.Failure.Property
 		}
 		r.Warnings = refusedWarnings(c.compiler)
+		for _, sit := range res.Coverage {
+			if sit.Hit > 0 && !sit.Passed {
+				r.Wrong = append(r.Wrong, sit.Text)
+			}
+		}
 	}
 	return r
 }

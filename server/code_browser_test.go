@@ -177,10 +177,18 @@ func TestBrowserCodeCheck(t *testing.T) {
 	if got := evalJS[string](teacher, `document.getElementById("code-groups").textContent`); got != "1 of 1 program: a deadline overwrites a result" {
 		t.Errorf("the class's summary: %q", got)
 	}
+	if got := evalJS[string](teacher, `document.getElementById("code-class-compile").textContent`); !strings.HasPrefix(got, "Situations the class gets wrong: a deadline after a result (1 of 1)") {
+		t.Errorf("the situations the class gets wrong: %q", got)
+	}
 
 	setCode(student, jsModule(t, "correct.js"))
 	student.do("check the fixed module", chromedp.Click(chromedp.ID("code-check")))
 	waitChecked(student, "the pass", `document.getElementById("code").dataset.status === "passed" && document.getElementById("code-failure").hidden`)
+	// What the check covered: every situation of the lesson, each right.
+	if got := evalJS[string](student, `document.getElementById("code-coverage-summary").textContent`); !strings.HasPrefix(got, "Checked ") || !strings.Contains(got, "every sequence of up to") || strings.Contains(got, "wrong:") ||
+		evalJS[int](student, `document.querySelectorAll("#code-coverage > li.passed").length`) < 16 {
+		t.Fatalf("the coverage of a passing module: %q", got)
+	}
 	if got := evalJS[string](student, `document.getElementById("code-status").textContent`); !strings.HasPrefix(got, "Submission 3: passed: ") {
 		t.Errorf("the status says %q", got)
 	}

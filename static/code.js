@@ -247,6 +247,7 @@ export function initCode(section, { send, sessionId, play }) {
     buildDiagnostics(),
     panel.error,
     buildFailure(sessionId),
+    buildCoverage(),
     buildOwn(),
   );
   panel.dialog = buildDialog();
@@ -396,6 +397,48 @@ function buildFailure(sessionId) {
   box.append(panel.failureTitle, panel.property, hint, scroll, panel.diff, drawn, panel.svgBox, panel.svgStatus);
   panel.failure = box;
   return box;
+}
+
+// buildCoverage is what the check's bounded search covered (issue 43): a
+// sentence and the lesson's situations as a checklist.
+function buildCoverage() {
+  panel.coverage = el("div", "code-coverage");
+  panel.coverage.hidden = true;
+  const h = el("h3", "", "What the check covered");
+  h.id = "code-coverage-heading";
+  panel.coverageSummary = el("p");
+  panel.coverageSummary.id = "code-coverage-summary";
+  panel.coverageList = el("ul");
+  panel.coverageList.id = "code-coverage";
+  panel.coverageList.setAttribute("aria-labelledby", h.id);
+  panel.coverage.append(h, panel.coverageSummary, panel.coverageList);
+  return panel.coverage;
+}
+
+// coverageSentence says what the search checked, as the lab's model
+// words it (model.Result.SearchSummary).
+function coverageSentence(code, items) {
+  const right = items.filter((c) => num(c?.hit) > 0 && c?.passed).length;
+  const wrong = items.filter((c) => num(c?.hit) > 0 && !c?.passed).map((c) => str(c?.text));
+  const states = num(code.explored).toLocaleString("en-US");
+  const bound = code.exhausted ? `every sequence of up to ${num(code.depth)} steps` : `sequences of up to ${num(code.depth)} steps, not all of them`;
+  let s = `Checked ${states} states, ${bound}: ${right} of ${items.length} situations right`;
+  if (wrong.length) s += `; wrong: ${wrong.join(", ")}`;
+  return s + ".";
+}
+
+function showCoverage(code) {
+  const items = list(code?.coverage);
+  panel.coverage.hidden = items.length === 0;
+  if (items.length === 0) return;
+  setText(panel.coverageSummary, coverageSentence(code, items) + (code.searchNote ? ` ${str(code.searchNote)}` : ""));
+  const rows = items.map((c) => {
+    const hit = num(c?.hit);
+    const state = hit === 0 ? "not reached" : c?.passed ? "right" : "wrong";
+    return el("li", hit === 0 ? "unreached" : c?.passed ? "passed" : "failed", `${str(c?.text)}: ${state}${hit ? ` (${hit.toLocaleString("en-US")} steps)` : ""}`);
+  });
+  const same = rows.length === panel.coverageList.children.length && rows.every((li, i) => li.textContent === panel.coverageList.children[i].textContent);
+  if (!same) panel.coverageList.replaceChildren(...rows);
 }
 
 function buildOwn() {
@@ -751,6 +794,7 @@ export function renderCode(state) {
   showTasks(code);
   markError(code);
   showFailure(code && (code.status === "failed" || code.status === "error") ? code.failure : null, code);
+  showCoverage(code);
   showOwn(list(code?.own));
 }
 

@@ -120,6 +120,16 @@ function verb(property, k) {
 
 // drawCodeSummary draws the class's summary from the overview rows, and
 // brings the results of the last case added up to date.
+// situationsLine says which of the lesson's situations the class's
+// programs get wrong, most first (the rows' code.wrong, issue 43).
+function situationsLine(withCode) {
+  const counts = new Map();
+  for (const c of withCode) for (const w of list(c.wrong)) counts.set(str(w), (counts.get(str(w)) ?? 0) + 1);
+  if (counts.size === 0) return "";
+  const parts = [...counts].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([w, k]) => `${w} (${k} of ${withCode.length})`);
+  return `Situations the class gets wrong: ${parts.join(", ")}`;
+}
+
 export function drawCodeSummary(rows) {
   if (!summary.box) return;
   const withCode = rows.map(codeOf).filter(Boolean);
@@ -131,8 +141,10 @@ export function drawCodeSummary(rows) {
   if (checking > 0) lead += `; ${checking} being checked`;
   setText(summary.lead, `${lead}.`);
   const compile = compileLine(withCode);
-  setText(summary.compile, compile ? `${compile}.` : "");
-  summary.compile.hidden = compile === "";
+  const wrong = situationsLine(withCode);
+  const line = [compile, wrong].filter(Boolean).join(". ");
+  setText(summary.compile, line ? `${line}.` : "");
+  summary.compile.hidden = line === "";
   const groups = new Map();
   for (const c of withCode) {
     if (c.status === "passed" || c.status === "checking" || refused(c)) continue;
