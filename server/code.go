@@ -406,6 +406,12 @@ func (k *checker) work() {
 		if _, ok := k.waiting[s]; ok && !k.stopped {
 			k.queue = append(k.queue, s) // what it sent while checked: at the back
 		}
+		if superseded && len(earlier) > 0 && !k.stopped {
+			// Its compiles may have been cut short: the next check
+			// compiles the earlier sources again (tasks only grow).
+			all := append(slices.Clip(earlier), k.earlier[s]...)
+			k.earlier[s] = all[max(0, len(all)-maxUnseenSources):]
+		}
 		k.mu.Unlock()
 		if superseded {
 			// Stopping, or a newer input replaced it: no one's result,
