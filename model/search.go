@@ -713,14 +713,16 @@ func (s *search) expand(st *sstate, next []*sstate) []*sstate {
 		return next
 	}
 	if canQueue {
+		// The deadline first: of two shortest traces, the one that holds
+		// the deadline before the replies is the one reported.
+		id := s.msgID(heldMsg{deadline: true, runID: st.show.parsed.RunID, callID: st.show.parsed.CallID}, st.ref.Key)
+		if !held(id) && !try(deadlineFrame(), id) {
+			return next
+		}
 		for _, id := range s.replies[st.runs] {
 			if !held(id) && !try(replyFrame(s.msgs[id].mod.raw), id) {
 				return next
 			}
-		}
-		id := s.msgID(heldMsg{deadline: true, runID: st.show.parsed.RunID, callID: st.show.parsed.CallID}, st.ref.Key)
-		if !held(id) && !try(deadlineFrame(), id) {
-			return next
 		}
 	}
 	for n := 1; n <= len(st.held); n++ {
