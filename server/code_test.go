@@ -238,7 +238,11 @@ func TestCodeHostileProgramsEndAsErrors(t *testing.T) {
 			seq = g.Seq
 		}
 		code := hostile.checked(1)
-		if code.Status != "error" || len(code.Error) < 20 {
+		// A program hostile in receive or view only may also ignore a
+		// deadline, which the search finds in two frames, before any reply
+		// reaches the hostile code: then it fails there.
+		shorter := code.Status == "failed" && code.Failure != nil && len(code.Failure.Frames) <= 2 && code.Failure.Frames[0].Kind == model.QueueDeadline
+		if !shorter && (code.Status != "error" || len(code.Error) < 20) {
 			t.Fatalf("%s: %s", file, code.raw)
 		}
 		t.Logf("%s: %s (%v)", filepath.Base(file), code.Error, time.Since(started))
