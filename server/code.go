@@ -327,10 +327,15 @@ func newChecker(log *slog.Logger, workers int, rescript Compiler) *checker {
 func (k *checker) remember(s *session, sources []string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.stopped {
-		return
+	if !k.stopped {
+		k.keepEarlier(s, sources)
 	}
-	all := append(k.earlier[s], sources...)
+}
+
+// keepEarlier adds sources to s's earlier ones, keeping the newest
+// maxUnseenSources; mu is held.
+func (k *checker) keepEarlier(s *session, sources []string) {
+	all := append(slices.Clip(k.earlier[s]), sources...)
 	k.earlier[s] = all[max(0, len(all)-maxUnseenSources):]
 }
 
@@ -409,8 +414,9 @@ func (k *checker) work() {
 		if superseded && len(earlier) > 0 && !k.stopped {
 			// Its compiles may have been cut short: the next check
 			// compiles the earlier sources again (tasks only grow).
-			all := append(slices.Clip(earlier), k.earlier[s]...)
-			k.earlier[s] = all[max(0, len(all)-maxUnseenSources):]
+			pending := k.earlier[s]
+			k.earlier[s] = nil
+			k.keepEarlier(s, append(slices.Clip(earlier), pending...))
 		}
 		k.mu.Unlock()
 		if superseded {
