@@ -58,6 +58,11 @@ func spent(r model.Result) bool {
 	return strings.Contains(r.Error, "the program has used all of its") || strings.Contains(r.Error, "The program has used all of its")
 }
 
+// timedOut reports whether one call of the program ran past its time.
+func timedOut(r model.Result) bool {
+	return strings.Contains(r.Error, " ran for more than ")
+}
+
 // interruptedAt is the place an interrupted call was stopped at.
 var interruptedAt = regexp.MustCompile(`stopped at line \d+, column \d+`)
 
@@ -120,6 +125,15 @@ func TestCheckInSandboxIsTheSame(t *testing.T) {
 				// Where an interrupt lands in a loop is the machine's
 				// timing, whichever way the check is run.
 				wj, gj = interruptedAt.ReplaceAll(wj, nil), interruptedAt.ReplaceAll(gj, nil)
+			}
+			if string(wj) != string(gj) && hostile && (timedOut(want) || timedOut(got)) {
+				// Which call first runs past its 50 ms (bigstring.js's 10 MB
+				// view on a loaded machine) is the machine's timing too.
+				if want.Status != got.Status {
+					t.Errorf("%s: %s in the sandbox, %s per call", f, got.Status, want.Status)
+				}
+				t.Logf("%s: a call ran out of time: not compared further", f)
+				continue
 			}
 			if string(wj) != string(gj) {
 				t.Errorf("%s, seed %d, %d own cases:\n in the sandbox %s\n per call      %s", f, r.seed, len(r.cases), gj, wj)
