@@ -2,6 +2,8 @@ package jsclient
 
 import (
 	"context"
+	"golang.org/x/sys/unix"
+	"runtime"
 	"strconv"
 	"testing"
 
@@ -146,5 +148,54 @@ func BenchmarkCheckInProcess(b *testing.B) {
 		if r := model.Check(nc, 7, nil); r.Status != model.CodePassed {
 			b.Fatalf("%+v", r)
 		}
+	}
+}
+
+// The whole check as the server runs it since issue 42: Load, then one
+// opCheck that runs model.Check in the sandbox.
+func BenchmarkCheckWhole(b *testing.B) {
+	src := read(b, "ToolCall.res.js")
+	for b.Loop() {
+		_, s, err := Load(context.Background(), src, Budget{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r, err := s.Check(context.Background(), 7, nil); err != nil || r.Status != model.CodePassed {
+			b.Fatalf("%+v %v", r, err)
+		}
+		s.Close()
+	}
+}
+
+// opCheck's own work in the lab's process: what the sandbox's check costs
+// without the process around it.
+func BenchmarkRunCheckInProcess(b *testing.B) {
+	src := read(b, "ToolCall.res.js")
+	for b.Loop() {
+		p, err := compileSource(src, Budget{Total: 1 << 62}.withDefaults())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := p.runCheck(7, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkRunCheckThreadClock(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	threadClock = int32(^unix.Gettid()<<3 | 6)
+	defer func() { threadClock = 0 }()
+	BenchmarkRunCheckInProcess(b)
+}
+
+func BenchmarkCPUNow(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	threadClock = int32(^unix.Gettid()<<3 | 6)
+	defer func() { threadClock = 0 }()
+	for b.Loop() {
+		cpuNow()
 	}
 }
