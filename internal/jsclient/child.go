@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/toolcall-lab/lab/internal/idle"
 )
 
 // The sandbox is a child process: the lab's own executable started again
@@ -67,23 +69,20 @@ func init() {
 	os.Exit(serveChild(v, os.Getenv(childBudEnv)))
 }
 
+// orphanCPU is the CPU time past its kill point that a sandbox runs before
+// it ends itself.
+const orphanCPU = 10 * time.Second
+
 // maxInstances is how many cases' instances the sandbox keeps: the host
 // drives one case at a time, and an older instance's calls are refused.
 const maxInstances = 4
 
 // yieldCPU puts the calling thread, the one programs run on, below every
-// thread of the lab: SCHED_IDLE runs it only on a core nothing else wants,
-// so a check never delays a student's change; where that is refused, the
-// lowest nice. Linux sets both per thread. The budget is this thread's CPU
-// time, so waiting for a core spends none of it.
+// thread of the lab (the sandbox starts there already, idle.Start; this
+// holds where it could not). The budget is this thread's CPU time, so
+// waiting for a core spends none of it.
 func yieldCPU() {
-	yieldThread(0)
-}
-
-func yieldThread(tid int) {
-	if unix.SchedSetAttr(tid, &unix.SchedAttr{Policy: unix.SCHED_IDLE}, 0) != nil {
-		_ = unix.Setpriority(unix.PRIO_PROCESS, tid, 19)
-	}
+	idle.Thread(0)
 }
 
 // yieldProcess puts every thread the sandbox has so far below the lab's
@@ -98,7 +97,7 @@ func yieldProcess() {
 	}
 	for _, t := range tasks {
 		if tid, err := strconv.Atoi(t.Name()); err == nil {
-			yieldThread(tid)
+			idle.Thread(tid)
 		}
 	}
 }
@@ -111,6 +110,13 @@ func serveChild(asCap, budget string) int {
 		if err := unix.Setrlimit(unix.RLIMIT_DATA, &lim); err != nil {
 			return 3
 		}
+	}
+	// The lab kills a sandbox past the program's budget plus checkAllowance
+	// of CPU; this cap ends one the lab no longer watches (the lab died: it
+	// is started from a thread that ends, so it has no parent-death signal).
+	cpu := uint64((b.Total + checkAllowance + orphanCPU).Seconds())
+	if err := unix.Setrlimit(unix.RLIMIT_CPU, &unix.Rlimit{Cur: cpu, Max: cpu + 1}); err != nil {
+		return 3
 	}
 	// The collector keeps garbage near the cap, so that the watchdog sees
 	// mostly what the program holds; at the cap itself the collector would

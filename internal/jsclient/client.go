@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolcall-lab/lab/internal/idle"
 	"github.com/toolcall-lab/lab/internal/procstat"
 	"github.com/toolcall-lab/lab/model"
 )
@@ -142,7 +143,10 @@ func start(b Budget) (*Submission, error) {
 		"GOMAXPROCS=1", // the program's thread and the collector's share one core
 		"GOTRACEBACK=none",
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // it dies with the lab
+	// No parent-death signal: Linux sends it when the thread that started
+	// the child ends, and idle.Start's thread ends at once. A sandbox whose
+	// lab has died reads the end of its pipe, or is stopped by its own CPU
+	// cap (serveChild).
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -153,7 +157,7 @@ func start(b Budget) (*Submission, error) {
 	}
 	s := &Submission{budget: b, allowance: checkAllowance, cmd: cmd, stdin: stdin, stderr: &tail{}}
 	cmd.Stderr = s.stderr
-	if err := cmd.Start(); err != nil {
+	if err := idle.Start(cmd); err != nil {
 		return nil, fmt.Errorf("jsclient: cannot start the sandbox: %w", err)
 	}
 	s.enc = gob.NewEncoder(stdin)

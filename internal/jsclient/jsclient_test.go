@@ -4,14 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/toolcall-lab/lab/internal/idle"
 	"github.com/toolcall-lab/lab/model"
 )
 
@@ -405,5 +410,27 @@ func TestStarvedSandboxWaits(t *testing.T) {
 	}
 	if v := viewOf(t, c, call); v.RunID != "run-1" {
 		t.Fatalf("view after the wait: %+v", v)
+	}
+}
+
+// The sandbox is below the lab's threads from its start, and caps its own
+// CPU time, since it has no parent-death signal to end it with the lab.
+func TestSandboxIsIdleAndCapped(t *testing.T) {
+	_, s, err := Load(context.Background(), read(t, "ToolCall.res.js"), Budget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	pid := s.cmd.Process.Pid
+	if p, err := idle.Policy(pid); err != nil || p != unix.SCHED_IDLE {
+		t.Errorf("the sandbox's first thread has policy %d (%v), want SCHED_IDLE", p, err)
+	}
+	limits, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprint((DefaultBudget().Total + checkAllowance + orphanCPU).Seconds())
+	if !regexp.MustCompile(`(?m)^Max cpu time +` + want + ` +`).Match(limits) {
+		t.Errorf("the sandbox's limits do not cap its CPU at %s s:\n%s", want, limits)
 	}
 }

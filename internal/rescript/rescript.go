@@ -29,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolcall-lab/lab/internal/idle"
 	"github.com/toolcall-lab/lab/model"
 )
 
@@ -216,7 +217,7 @@ func (c *Compiler) sandboxed(ctx context.Context, dir string) (Output, error) {
 	cmd.Stdout = &capped{w: &stdout, n: maxJS + maxMessages + 64<<10}
 	stderr := &capped{w: &bytes.Buffer{}, n: 4 << 10}
 	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
+	if err := idle.Start(cmd); err != nil {
 		return Output{}, fmt.Errorf("starting the compile's sandbox: %w", err)
 	}
 	done := make(chan error, 1)
