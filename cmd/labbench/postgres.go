@@ -122,3 +122,81 @@ func (c *pgCluster) cpuSeconds(ctx context.Context, db string) (float64, error) 
 	}
 	return sum, nil
 }
+
+// The rtt scenario's reference for a lab on PostgreSQL: what the cluster
+// needs for one durable write, measured in the same run on the same
+// cluster, in turns among the servers' (bench.inTurns).
+const (
+	insertP50Metric = "INSERT p50 ms"
+	insertP99Metric = "INSERT p99 ms"
+	// pgOverInsertMetric is the goal's measure: (the lab's rtt p99 − the
+	// default's) ÷ the INSERT's p99.
+	pgOverInsertMetric = "(p99 − default) ÷ INSERT p99"
+)
+
+// pgRef is one closed loop of one-row INSERTs into a table of one int
+// column, each its own (autocommit, so durable) transaction, prepared
+// (pgx's statement cache), on one connection to a database of its own:
+// pgbench's `-n -M prepared -c 1` of `INSERT INTO t VALUES (1);`.
+//
+// Ownership: one goroutine at a time (inTurns) runs it; lat is its own.
+type pgRef struct {
+	name    string
+	srv     int // the index of the lab it is measured for
+	cluster *pgCluster
+	db      string
+	conn    *pgx.Conn
+	lat     samples
+}
+
+// pgRefs opens a reference for each lab in srvs that runs on PostgreSQL.
+// The references it opened before an error are returned with it, to close.
+func pgRefs(ctx context.Context, srvs []*server) ([]*pgRef, error) {
+	var refs []*pgRef
+	for i, srv := range srvs {
+		if srv.pg == nil {
+			continue
+		}
+		db, dbURL, err := srv.pg.database(ctx)
+		if err != nil {
+			return refs, err
+		}
+		r := &pgRef{name: srv.name + "'s INSERT", srv: i, cluster: srv.pg, db: db}
+		refs = append(refs, r)
+		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		r.conn, err = pgx.Connect(cctx, dbURL)
+		if err == nil {
+			_, err = r.conn.Exec(cctx, `CREATE TABLE t (x int)`)
+		}
+		cancel()
+		if err != nil {
+			return refs, fmt.Errorf("the INSERT reference: %w", err)
+		}
+	}
+	return refs, nil
+}
+
+// run INSERTs one row at a time until the deadline; each one's latency
+// goes to lat unless it is nil.
+func (r *pgRef) run(ctx context.Context, until time.Time, lat *samples) error {
+	for time.Now().Before(until) {
+		t0 := time.Now()
+		if _, err := r.conn.Exec(ctx, `INSERT INTO t VALUES (1)`); err != nil {
+			return err
+		}
+		if lat != nil {
+			lat.add(time.Since(t0))
+		}
+	}
+	return nil
+}
+
+// close ends the connection and drops the database.
+func (r *pgRef) close() error {
+	if r.conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		r.conn.Close(ctx)
+		cancel()
+	}
+	return r.cluster.drop(r.db)
+}

@@ -218,8 +218,9 @@ type turnsResult struct {
 // each server's loops run for duration/turnsPerServer, the order rotating
 // every round. A server's ops, CPU and latencies are counted over its own
 // turns (latencies only if asked for); its loops keep their sessions from
-// turn to turn.
-func (b *bench) inTurns(ctx context.Context, srvs []*server, loops int, latencies bool) ([]*turnsResult, error) {
+// turn to turn. refs (the postgres lab's reference, pgRef) take turns of
+// their own among the servers', one loop each, their latencies their own.
+func (b *bench) inTurns(ctx context.Context, srvs []*server, loops int, latencies bool, refs ...*pgRef) ([]*turnsResult, error) {
 	clients := make([][]*loopClient, len(srvs))
 	for i, srv := range srvs {
 		for range loops {
@@ -273,14 +274,35 @@ func (b *bench) inTurns(ctx context.Context, srvs []*server, loops int, latencie
 		r.db += db1 - db0
 		return errors.Join(append(errs, err, dbErr)...)
 	}
-	for i, srv := range srvs {
-		if err := turn(i, b.duration/5, new(turnsResult)); err != nil {
-			return nil, fmt.Errorf("warming %s up: %w", srv.name, err)
+	// refTurn runs reference i - len(srvs) for d.
+	refTurn := func(i int, d time.Duration, lat *samples) error {
+		r := refs[i-len(srvs)]
+		if err := r.run(ctx, time.Now().Add(d), lat); err != nil {
+			return fmt.Errorf("%s: %w", r.name, err)
+		}
+		return nil
+	}
+	n := len(srvs) + len(refs)
+	for i := range n {
+		var err error
+		if i < len(srvs) {
+			err = turn(i, b.duration/5, new(turnsResult))
+		} else {
+			err = refTurn(i, b.duration/5, nil)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("warming up: %w", err)
 		}
 	}
 	for k := range turnsPerServer {
-		for j := range srvs {
-			i := (j + k) % len(srvs)
+		for j := range n {
+			i := (j + k) % n
+			if i >= len(srvs) {
+				if err := refTurn(i, b.duration/turnsPerServer, &refs[i-len(srvs)].lat); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			if err := turn(i, b.duration/turnsPerServer, res[i]); err != nil {
 				return nil, fmt.Errorf("%s: %w", srvs[i].name, err)
 			}
@@ -307,15 +329,28 @@ func dbCPU(srv *server) (float64, error) {
 	return srv.dbCPU()
 }
 
-// rtt: one closed loop on each server.
-func (b *bench) rtt(ctx context.Context, srvs []*server) ([]metrics, error) {
-	res, err := b.inTurns(ctx, srvs, 1, true)
+// rtt: one closed loop on each server; beside a lab on PostgreSQL, the
+// cluster's one-row durable INSERT in turns of its own (pgRef).
+func (b *bench) rtt(ctx context.Context, srvs []*server) (ms []metrics, err error) {
+	refs, err := pgRefs(ctx, srvs)
+	defer func() {
+		for _, r := range refs {
+			err = errors.Join(err, r.close())
+		}
+	}()
 	if err != nil {
 		return nil, err
 	}
-	ms := make([]metrics, len(res))
+	res, err := b.inTurns(ctx, srvs, 1, true, refs...)
+	if err != nil {
+		return nil, err
+	}
+	ms = make([]metrics, len(res))
 	for i, r := range res {
 		ms[i] = metrics{"p50 ms": r.lat.ms(50), "p99 ms": r.lat.ms(99)}
+	}
+	for _, r := range refs {
+		ms[r.srv][insertP50Metric], ms[r.srv][insertP99Metric] = r.lat.ms(50), r.lat.ms(99)
 	}
 	return ms, nil
 }

@@ -28,6 +28,9 @@ type server struct {
 	// dbCPU, for a lab on PostgreSQL, is the CPU seconds the cluster has
 	// spent on its database so far (pgCluster.cpuSeconds); nil otherwise.
 	dbCPU func() (float64, error)
+	// pg is the cluster a lab on PostgreSQL runs on (nil otherwise): rtt
+	// measures its durable INSERT beside the lab (pgRef).
+	pg *pgCluster
 }
 
 // isLab tells a lab configuration's server from a baseline's by its name

@@ -362,8 +362,12 @@ var (
 	// labbench's rtt) goes as one statement, in autocommit: one round
 	// trip, one implicit transaction, and cheaper for PostgreSQL than the
 	// arrays (the CTEs see one snapshot, so a first record's session
-	// takes its name, if the record is a rename, in its insert). It
-	// returns a row when the record is stored, none when its seq is taken.
+	// takes its name, if the record is a rename, in its insert). Its
+	// events insert is a plain one, not ON CONFLICT: a speculative
+	// insertion costs PostgreSQL a lock, an index probe and a WAL record
+	// more per append (issue 46), for a conflict only a race between
+	// replicas makes; a taken seq fails the statement on events_pkey
+	// instead, and so its implicit transaction (commitOne).
 	insertOneSQL = `WITH sess AS (
 		INSERT INTO sessions (id, created, name)
 		SELECT $1, $3, CASE WHEN $5 = $16 THEN $9::bytea ELSE ''::bytea END WHERE $2 = 1
@@ -371,7 +375,6 @@ var (
 	), ins AS (
 		INSERT INTO events (session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice, prediction)
 		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 WHERE ` + deadlineGuard(15) + `
-		ON CONFLICT DO NOTHING
 		RETURNING session, seq, kind, raw
 	), renamed AS (
 		UPDATE sessions SET name = ins.raw FROM ins WHERE ins.kind = $16 AND sessions.id = ins.session
@@ -449,7 +452,8 @@ func (s *Store) commitBatch(ctx context.Context, guard pgtype.Timestamptz, batch
 	return taken, nil
 }
 
-// commitOne stores one record as commitBatch does, in one statement.
+// commitOne stores one record as commitBatch does, in one statement
+// (insertOneSQL).
 func (s *Store) commitOne(ctx context.Context, guard pgtype.Timestamptz, w *store.Row) (taken []bool, err error) {
 	rows, err := s.pool.Query(ctx, insertOneSQL, w.Session, w.Seq, w.TimeMs, w.Actor, w.Kind, w.Message, w.MsgKind, w.MsgFrom,
 		w.Raw, text(w.KeyRun), text(w.KeyCall), text(w.Run), text(w.Notice), w.Prediction, guard, renamedKind, pgChannel)
@@ -461,7 +465,10 @@ func (s *Store) commitOne(ctx context.Context, guard pgtype.Timestamptz, w *stor
 		rows.Close()
 		err = rows.Err()
 	}
-	if err != nil {
+	switch {
+	case pgViolation(err, "events_pkey"):
+		return []bool{true}, nil // another replica stored this seq
+	case err != nil:
 		return nil, pastDeadline(err)
 	}
 	return []bool{!stored}, nil
