@@ -1,9 +1,13 @@
 package model
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -47,6 +51,44 @@ type CodeInput struct {
 // Code returns the session's code input. Its Cases are never written to
 // again, so the caller may keep it.
 func (l *Lab) Code() CodeInput { return l.code }
+
+// SeedFor is the campaign's seed for a program: a function of its
+// language and text, so that the same program gets the same campaign and
+// so the same result, whoever submits it and however often, and a class
+// that submits one module has one check to run (the server keeps results
+// by Key).
+func SeedFor(lang Language, source string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(lang.String()))
+	h.Write([]byte{0})
+	h.Write([]byte(source))
+	return h.Sum64() % MaxSeed
+}
+
+// Key identifies what a check's result is a function of (every field but
+// Submissions): two inputs with one Key have one result.
+func (c CodeInput) Key() [sha256.Size]byte {
+	h := sha256.New()
+	field := func(s string) {
+		var n [8]byte
+		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	field(c.Lang.String())
+	field(c.Source)
+	field(strconv.FormatUint(c.Seed, 10))
+	for _, cs := range c.Cases {
+		field(cs.Name)
+		for _, f := range cs.Frames {
+			field(strconv.Itoa(int(f.Kind)))
+			field(f.Raw)
+			field(strconv.Itoa(f.Message))
+		}
+		field("")
+	}
+	return [sha256.Size]byte(h.Sum(nil))
+}
 
 // Same reports whether two inputs give the same check: a result computed
 // for one holds for the other.

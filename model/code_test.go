@@ -3,6 +3,8 @@ package model
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -129,6 +131,60 @@ func TestFirstDifference(t *testing.T) {
 	for _, c := range Walkthrough() {
 		if step, err := FirstDifference(ref, c.Frames); err != nil || step != -1 {
 			t.Fatalf("%s: the reference differs from itself at %d (%v)", c.Name, step, err)
+		}
+	}
+}
+
+// SeedFor is the program's: the same for the same language and text, below
+// MaxSeed, another for another text or language. Key tells apart inputs
+// that differ in anything but Submissions.
+func TestSeedForAndKey(t *testing.T) {
+	src := "export function begin() {}"
+	if SeedFor(JavaScript, src) != SeedFor(JavaScript, src) {
+		t.Fatal("SeedFor is not a function of its input")
+	}
+	seeds := map[uint64]string{}
+	for _, in := range []struct {
+		lang Language
+		src  string
+	}{{JavaScript, src}, {ReScript, src}, {JavaScript, src + " "}, {JavaScript, ""}, {ReScript, ""}} {
+		s := SeedFor(in.lang, in.src)
+		if s >= MaxSeed {
+			t.Fatalf("SeedFor(%v, %q) = %d, not below 2^53", in.lang, in.src, s)
+		}
+		if prev, ok := seeds[s]; ok {
+			t.Fatalf("SeedFor(%v, %q) = SeedFor of %s", in.lang, in.src, prev)
+		}
+		seeds[s] = fmt.Sprintf("%v %q", in.lang, in.src)
+	}
+	base := CodeInput{Submissions: 1, Source: src, Lang: JavaScript, Seed: 7, Cases: []Case{{Name: "a", Frames: Trace{{Kind: QueueReply, Raw: "x"}, {Kind: Deliver, Message: 1}}}}}
+	same := base
+	same.Submissions = 9
+	if base.Key() != same.Key() {
+		t.Fatal("Key depends on Submissions")
+	}
+	for name, change := range map[string]func(*CodeInput){
+		"source":    func(c *CodeInput) { c.Source += " " },
+		"language":  func(c *CodeInput) { c.Lang = ReScript },
+		"seed":      func(c *CodeInput) { c.Seed = 8 },
+		"no cases":  func(c *CodeInput) { c.Cases = nil },
+		"case name": func(c *CodeInput) { c.Cases = []Case{{Name: "b", Frames: c.Cases[0].Frames}} },
+		"a raw": func(c *CodeInput) {
+			c.Cases = []Case{{Name: "a", Frames: Trace{{Kind: QueueReply, Raw: "y"}, {Kind: Deliver, Message: 1}}}}
+		},
+		"a message": func(c *CodeInput) {
+			c.Cases = []Case{{Name: "a", Frames: Trace{{Kind: QueueReply, Raw: "x"}, {Kind: Deliver, Message: 2}}}}
+		},
+		"a kind": func(c *CodeInput) {
+			c.Cases = []Case{{Name: "a", Frames: Trace{{Kind: QueueDeadline, Raw: "x"}, {Kind: Deliver, Message: 1}}}}
+		},
+		"two cases":    func(c *CodeInput) { c.Cases = append(slices.Clip(c.Cases), Case{Name: "c"}) },
+		"another case": func(c *CodeInput) { c.Cases = []Case{{Name: "a" + "x", Frames: Trace{{Kind: Deliver, Message: 1}}}} },
+	} {
+		other := base
+		change(&other)
+		if other.Key() == base.Key() {
+			t.Errorf("%s: the same Key", name)
 		}
 	}
 }

@@ -439,7 +439,7 @@ func (k *checker) play(ctx context.Context, in model.CodeInput, t model.Trace) (
 	defer cancel()
 	source := in.Source
 	if in.Lang == model.ReScript {
-		out, res, ok := k.compile(ctx, in)
+		out, res, ok, _ := k.compile(ctx, in)
 		if !ok {
 			return nil, programError(res.Error)
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolcall-lab/lab/internal/diagramsvg"
 	"github.com/toolcall-lab/lab/internal/jsclient"
@@ -177,8 +177,8 @@ func (c *codeState) failure() *model.Failure {
 }
 
 // admitCode is the drainer's gate for a submission: the session's and the
-// client address's allowances; it picks the campaign's seed, which the
-// event then carries.
+// client address's allowances; it sets the campaign's seed (the program's,
+// model.SeedFor), which the event then carries.
 func (s *session) admitCode(p *pending) error {
 	now := time.Now()
 	if !s.code.made {
@@ -193,7 +193,7 @@ func (s *session) admitCode(p *pending) error {
 	if p.from != nil && !s.allowCode(p.from.remote) {
 		return fmt.Errorf("%w from your network", errCodeRate)
 	}
-	p.cmd.Seed = rand.Uint64N(model.MaxSeed)
+	p.cmd.Seed = model.SeedFor(p.cmd.Lang, p.cmd.Source)
 	return nil
 }
 
@@ -294,6 +294,8 @@ type checker struct {
 	max      int // workers at most
 
 	rescript Compiler // nil: the lab has no ReScript compiler
+	ran      prometheus.Counter // checks run in a sandbox
+	kept     prometheus.Counter // checks answered from done
 
 	mu      sync.Mutex
 	queue   []*session                   // sessions in line, each once, none running
@@ -302,9 +304,42 @@ type checker struct {
 	// tasks only, with the session's next check (codeState.unseen).
 	earlier map[*session][]string
 	running map[*session]*runningCheck
-	workers int // worker goroutines alive
+	// done are the outcomes of recent checks by their input's Key, the
+	// newest last: a class that submits one module (whose seed is the
+	// module's, model.SeedFor) runs its check once, and every later
+	// session takes the outcome from here. Only outcomes that are the
+	// program's own are kept (checkOutcome.final); not kept across a
+	// restart, where the checks run again.
+	done    map[[32]byte]checkOutcome
+	doneOld [][32]byte // done's keys, oldest first
+	workers int        // worker goroutines alive
 	stopped bool
 	wg      sync.WaitGroup
+}
+
+// maxDoneChecks bounds the outcomes the checker keeps (checker.done): a
+// class's worth of distinct modules and then some, each a few KiB.
+const maxDoneChecks = 128
+
+// doneOutcome is the kept outcome of the check of the input with key, if
+// any; mu is held.
+func (k *checker) doneOutcome(key [32]byte) (checkOutcome, bool) {
+	out, ok := k.done[key]
+	return out, ok
+}
+
+// keep keeps a final outcome, forgetting the oldest past maxDoneChecks;
+// mu is held.
+func (k *checker) keep(key [32]byte, out checkOutcome) {
+	if _, ok := k.done[key]; ok || !out.final {
+		return
+	}
+	if len(k.doneOld) == maxDoneChecks {
+		delete(k.done, k.doneOld[0])
+		k.doneOld = slices.Delete(k.doneOld, 0, 1)
+	}
+	k.done[key] = out
+	k.doneOld = append(k.doneOld, key)
 }
 
 // runningCheck is a check under way: its input, and how to cancel it.
@@ -313,12 +348,13 @@ type runningCheck struct {
 	cancel context.CancelFunc
 }
 
-func newChecker(log *slog.Logger, workers int, rescript Compiler) *checker {
+func newChecker(log *slog.Logger, workers int, rescript Compiler, m *metrics) *checker {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &checker{
+		ran: m.codeChecks.WithLabelValues("ran"), kept: m.codeChecks.WithLabelValues("kept"),
 		budget: jsclient.DefaultBudget(), deadline: codeCheckDeadline, log: log, max: max(workers, 1), rescript: rescript,
 		ctx: ctx, cancel: cancel, waiting: make(map[*session]model.CodeInput), running: make(map[*session]*runningCheck),
-		earlier: make(map[*session][]string),
+		earlier: make(map[*session][]string), done: make(map[[32]byte]checkOutcome),
 	}
 }
 
@@ -400,13 +436,28 @@ func (k *checker) work() {
 		ctx, cancel := context.WithCancel(k.ctx)
 		k.running[s] = &runningCheck{in: in, cancel: cancel}
 		k.spawn() // more in line: another worker, if one is free
+		key := in.Key()
+		out, hit := k.doneOutcome(key)
 		k.mu.Unlock()
 
-		out := k.run(ctx, in, earlier)
+		if hit {
+			k.kept.Inc()
+		} else {
+			out = k.run(ctx, in)
+			k.ran.Inc()
+		}
+		if len(earlier) > 0 {
+			ectx, ecancel := context.WithTimeout(ctx, k.deadline)
+			out.tasks = out.tasks.Or(k.earlierTasks(ectx, earlier))
+			ecancel()
+		}
 		superseded := ctx.Err() != nil
 		cancel()
 
 		k.mu.Lock()
+		if !hit && !superseded {
+			k.keep(key, out)
+		}
 		delete(k.running, s)
 		if _, ok := k.waiting[s]; ok && !k.stopped {
 			k.queue = append(k.queue, s) // what it sent while checked: at the back
@@ -439,6 +490,10 @@ type checkOutcome struct {
 	line, column int
 	compiler     []model.Diagnostic
 	tasks        model.CompilerTasks
+	// final says the outcome is the program's own (its build, its load,
+	// its check), not the lab's (too busy, a sandbox that would not
+	// start): another check of the same input would give it again.
+	final bool
 }
 
 // checkDone is a finished check on its way to the session's drainer.
@@ -452,19 +507,19 @@ type checkDone struct {
 // is loaded into a sandbox, which runs the whole check
 // (jsclient.Submission.Check); past the deadline, or when ctx ends, the
 // sandbox is killed.
-func (k *checker) run(ctx context.Context, in model.CodeInput, earlier []string) checkOutcome {
+func (k *checker) run(ctx context.Context, in model.CodeInput) checkOutcome {
 	ctx, cancel := context.WithTimeout(ctx, k.deadline)
 	defer cancel()
 	started := time.Now()
 	base := model.Result{Status: model.CodeError, Seed: in.Seed}
-	tasks := k.earlierTasks(ctx, earlier)
+	var tasks model.CompilerTasks
 	source := in.Source
 	var diags []model.Diagnostic
 	if in.Lang == model.ReScript {
-		out, res, ok := k.compile(ctx, in)
-		diags, tasks = out.Diagnostics, tasks.Or(model.TasksOf(out.Diagnostics))
+		out, res, ok, final := k.compile(ctx, in)
+		diags, tasks = out.Diagnostics, model.TasksOf(out.Diagnostics)
 		if !ok {
-			return checkOutcome{result: res, compiler: diags, tasks: tasks}
+			return checkOutcome{result: res, compiler: diags, tasks: tasks, final: final}
 		}
 		source = out.JS
 	}
@@ -476,9 +531,10 @@ func (k *checker) run(ctx context.Context, in model.CodeInput, earlier []string)
 			// The compiler's output, not the student's text: no place
 			// in their source to point at.
 			base.Error = se.Message
+			return checkOutcome{result: base, compiler: diags, tasks: tasks, final: true}
 		case errors.As(err, &se):
 			base.Error = se.Message
-			return checkOutcome{result: base, line: se.Line, column: se.Column}
+			return checkOutcome{result: base, line: se.Line, column: se.Column, final: true}
 		case ctx.Err() != nil:
 			base.Error = fmt.Sprintf("The lab was too busy to check the program within %v; check it again.", k.deadline)
 		default:
@@ -489,6 +545,7 @@ func (k *checker) run(ctx context.Context, in model.CodeInput, earlier []string)
 	}
 	res, err := sub.Check(ctx, in.Seed, in.Cases)
 	sub.Close()
+	final := err == nil
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		base.Error = fmt.Sprintf("The check took longer than %v and was stopped.", k.deadline)
@@ -502,7 +559,7 @@ func (k *checker) run(ctx context.Context, in model.CodeInput, earlier []string)
 	}
 	k.log.Debug("code check", "status", res.Status, "cases", res.Cases, "passed", res.Passed,
 		"took", time.Since(started), "used", sub.Used(), "peakRSS", sub.PeakRSS(), "replayed", sub.Replayed())
-	return checkOutcome{result: res, compiler: diags, tasks: tasks}
+	return checkOutcome{result: res, compiler: diags, tasks: tasks, final: final}
 }
 
 // Compiler compiles a ReScript module into one JavaScript module
@@ -513,19 +570,22 @@ type Compiler interface {
 }
 
 // compile builds a ReScript submission: ok with the JavaScript to check,
-// else the check's result (a refused build, or a compile that did not end).
-func (k *checker) compile(ctx context.Context, in model.CodeInput) (rescript.Output, model.Result, bool) {
-	res := model.Result{Status: model.CodeError, Seed: in.Seed}
+// else the check's result (a refused build, or a compile that did not
+// end), final when it is the program's own.
+func (k *checker) compile(ctx context.Context, in model.CodeInput) (out rescript.Output, res model.Result, ok, final bool) {
+	res = model.Result{Status: model.CodeError, Seed: in.Seed}
 	if k.rescript == nil {
 		// A replica without the compiler, holding another's submission.
 		res.Error = "This copy of the lab has no ReScript compiler; ask your teacher to install ReScript (npm install rescript@12.2.0) and restart it."
-		return rescript.Output{}, res, false
+		return rescript.Output{}, res, false, false
 	}
 	out, err := k.rescript.Compile(ctx, in.Source)
 	var ce *rescript.Error
 	switch {
 	case errors.As(err, &ce):
-		res.Error = ce.Message
+		// A compile stopped at its wall deadline is the machine's load, not
+		// the program's: not final, nor one that crashed.
+		res.Error, final = ce.Message, ce.Kind != rescript.Crashed && ce.Kind != rescript.TooLong
 	case err != nil && ctx.Err() != nil:
 		res.Error = fmt.Sprintf("The lab was too busy to compile the program within %v; check it again.", k.deadline)
 	case err != nil:
@@ -542,11 +602,11 @@ func (k *checker) compile(ctx context.Context, in model.CodeInput) (rescript.Out
 		if n == 1 {
 			problems = "problem"
 		}
-		res.Error = fmt.Sprintf("The program does not compile: %d %s.", n, problems)
+		res.Error, final = fmt.Sprintf("The program does not compile: %d %s.", n, problems), true
 	default:
-		return out, res, true
+		return out, res, true, true
 	}
-	return out, res, false
+	return out, res, false, final
 }
 
 // earlierTasks compiles earlier ReScript sources for the lesson's tasks

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -447,4 +448,66 @@ func TestCodeFairQueue(t *testing.T) {
 	if first.who != "B" || first.status != "passed" || second.status != "error" {
 		t.Fatalf("results in the order %s (%s), %s (%s): want B's first check before A's resubmission", first.who, first.status, second.who, second.status)
 	}
+}
+
+// TestAClassSharesOneCheck: the sessions of a class that submit one module
+// all get its result, with the module's seed, and the lab runs its check
+// about once (at most once per worker, the others reuse the outcome); a
+// module that differs by a comment is checked anew, with a seed of its own.
+func TestAClassSharesOneCheck(t *testing.T) {
+	t.Parallel()
+	ts := runInstructorLab(t, server.Config{CodeWorkers: 2})
+	src := testdata(t, "ToolCall.res.js")
+	const n = 6
+	clients := make([]*client, n)
+	for i := range clients {
+		clients[i], _ = dial(t, ts, newID())
+	}
+	for _, c := range clients {
+		if f := c.do(submitFrame(src)); codeOf(t, f).Status != "checking" {
+			t.Fatalf("after the submission: %s", f.raw)
+		}
+	}
+	var first *codeObject
+	for i, c := range clients {
+		code := c.checked(1)
+		if code.Status != "passed" || code.Seed != model.SeedFor(model.JavaScript, src) {
+			t.Fatalf("session %d: %s", i, code.raw)
+		}
+		if first != nil && (code.Passed != first.Passed || code.Cases != first.Cases) {
+			t.Fatalf("session %d: %s, session 0: %s", i, code.raw, first.raw)
+		}
+		first = code
+	}
+	ran, kept := checksMetric(t, ts, "ran"), checksMetric(t, ts, "kept")
+	if ran > 2 || ran+kept != n {
+		t.Fatalf("checks ran %v, kept %v: want at most 2 run (the workers) of %d", ran, kept, n)
+	}
+	other := clients[0].submit(src+"\n// mine\n", 2)
+	if other.Status != "passed" || other.Seed == first.Seed {
+		t.Fatalf("a module that differs by a comment: %s", other.raw)
+	}
+	if got := checksMetric(t, ts, "ran"); got != ran+1 {
+		t.Fatalf("checks ran %v after a new module, want %v", got, ran+1)
+	}
+}
+
+// checksMetric is lab_code_checks_total{how=how}.
+func checksMetric(t *testing.T, ts *httptest.Server, how string) float64 {
+	t.Helper()
+	status, _, body := call(t, ts, "GET", "/metrics", testToken, "", "")
+	if status != http.StatusOK {
+		t.Fatalf("GET /metrics: %d", status)
+	}
+	prefix := `lab_code_checks_total{how="` + how + `"} `
+	for line := range strings.Lines(string(body)) {
+		if v, ok := strings.CutPrefix(line, prefix); ok {
+			var f float64
+			if _, err := fmt.Sscan(v, &f); err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return f
+		}
+	}
+	return 0
 }

@@ -26,6 +26,7 @@ type metrics struct {
 	connectRefused *prometheus.CounterVec // by reason
 	seqConflicts   prometheus.Counter
 	replicaEvents  prometheus.Counter
+	codeChecks     *prometheus.CounterVec // by how: ran, kept
 
 	// The counters of every known frame type and delivery notice, resolved
 	// once: looking a label up on every frame cost 1.4 % of the server's
@@ -90,6 +91,9 @@ func newMetrics(sessions func() float64) *metrics {
 		seqConflicts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "lab_seq_conflicts_total", Help: "Appends refused because another replica had stored that seq first; the change was decided again.",
 		}),
+		codeChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lab_code_checks_total", Help: "Code checks ended, by how: ran (in a sandbox) or kept (the outcome of an earlier check of the same program and cases, reused).",
+		}, []string{"how"}),
 		replicaEvents: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "lab_replica_events_total", Help: "Changes decided by another replica, read from the log and applied here.",
 		}),
@@ -106,7 +110,7 @@ func newMetrics(sessions func() float64) *metrics {
 	}
 	m.registry.MustRegister(
 		m.connections, m.framesIn, m.framesOut, m.refused, m.deliveries, m.injections,
-		m.appendLatency, m.slowCloses, m.connectRefused, m.seqConflicts, m.replicaEvents,
+		m.appendLatency, m.slowCloses, m.connectRefused, m.seqConflicts, m.replicaEvents, m.codeChecks,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "lab_sessions", Help: "Sessions the server holds.",
 		}, sessions),

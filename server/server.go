@@ -138,8 +138,8 @@ func New(cfg Config) (*Server, error) {
 		writes:         writes,
 		listening:      &outage{what: "listening to other replicas", log: cfg.Logger},
 	}
-	s.checker = newChecker(cfg.Logger, cfg.CodeWorkers, cfg.ReScript)
 	s.metrics = newMetrics(s.sessionCount)
+	s.checker = newChecker(cfg.Logger, cfg.CodeWorkers, cfg.ReScript, s.metrics)
 	s.overview = newOverview(s.tableIn, func(rows []sessionRow) classSummary {
 		return summarize(rows, s.cfg.Now(), s.cfg.StuckAfter)
 	})

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -134,17 +135,22 @@ func (b *bench) checkBurst(ctx context.Context, t target) (m metrics, err error)
 	var from addrs
 	m = metrics{}
 	for _, mod := range mods {
-		lone, err := burst(ctx, srv, from.take(), mod, 1)
+		lone, err := burst(ctx, srv, from.take(), mod, 1, false)
 		if err != nil {
 			return nil, fmt.Errorf("%s, lone: %w", mod.name, err)
 		}
-		took, err := burst(ctx, srv, from.take(), mod, b.burstSessions)
+		took, err := burst(ctx, srv, from.take(), mod, b.burstSessions, false)
 		if err != nil {
 			return nil, fmt.Errorf("%s, burst: %w", mod.name, err)
+		}
+		each, err := burst(ctx, srv, from.take(), mod, b.burstSessions, true)
+		if err != nil {
+			return nil, fmt.Errorf("%s, burst of different modules: %w", mod.name, err)
 		}
 		m["lone s, "+mod.name] = lone[0].Seconds()
 		m["median s, "+mod.name] = took[len(took)/2].Seconds()
 		m["slowest s, "+mod.name] = took[len(took)-1].Seconds()
+		m["slowest s, "+mod.name+", each different"] = each[len(each)-1].Seconds()
 	}
 	// The class, plain and while classes press Check one after another
 	// (the first module, each burst from an address of its own).
@@ -162,7 +168,7 @@ func (b *bench) checkBurst(ctx context.Context, t target) (m metrics, err error)
 		defer close(done)
 		for bursting.Err() == nil {
 			bursts++ // begun: one may outlast the class, and is stopped with it
-			if _, err := burst(bursting, srv, from.take(), mods[0], b.burstSessions); err != nil {
+			if _, err := burst(bursting, srv, from.take(), mods[0], b.burstSessions, false); err != nil {
 				if bursting.Err() == nil {
 					burstErr = err
 				}
@@ -188,10 +194,25 @@ func (b *bench) checkBurst(ctx context.Context, t target) (m metrics, err error)
 // at once; it returns each one's time from its submission to its result,
 // sorted. A refusal (the lab's allowance included) is an error: a class
 // pressing Check together must not be refused.
-func burst(ctx context.Context, srv *server, client *http.Client, mod burstModule, n int) ([]time.Duration, error) {
-	frame, err := submitCodeFrame(mod.source, mod.language)
-	if err != nil {
-		return nil, err
+//
+// The lab checks one program once (the seed is the program's, and the
+// checker keeps outcomes by input): so that no burst takes the outcome of
+// an earlier one, each burst's module ends with a comment of its own
+// (burstCount), and with each, every session's does (30 programs, 30
+// checks: the class whose students all changed the module).
+func burst(ctx context.Context, srv *server, client *http.Client, mod burstModule, n int, each bool) ([]time.Duration, error) {
+	k := burstCount.Add(1)
+	frames := make([][]byte, n)
+	for i := range frames {
+		tail := fmt.Sprintf("\n// burst %d\n", k)
+		if each {
+			tail = fmt.Sprintf("\n// burst %d, student %d\n", k, i)
+		}
+		f, err := submitCodeFrame(mod.source+tail, mod.language)
+		if err != nil {
+			return nil, err
+		}
+		frames[i] = f
 	}
 	conns := make([]*websocket.Conn, n)
 	defer func() {
@@ -201,7 +222,7 @@ func burst(ctx context.Context, srv *server, client *http.Client, mod burstModul
 			}
 		}
 	}()
-	err = parallel(n, 32, func(i int) error {
+	err := parallel(n, 32, func(i int) error {
 		ws, err := dial(ctx, srv, uuid.NewString(), client)
 		if err != nil {
 			return err
@@ -221,7 +242,7 @@ func burst(ctx context.Context, srv *server, client *http.Client, mod burstModul
 		wg.Go(func() {
 			<-gate
 			t0 := time.Now()
-			if errs[i] = send(ctx, ws, frame); errs[i] != nil {
+			if errs[i] = send(ctx, ws, frames[i]); errs[i] != nil {
 				return
 			}
 			status, refused, err := awaitCheck(ctx, ws, 1)
@@ -244,6 +265,9 @@ func burst(ctx context.Context, srv *server, client *http.Client, mod burstModul
 	slices.Sort(took)
 	return took, nil
 }
+
+// burstCount numbers the bursts of a labbench run (burst).
+var burstCount atomic.Int64
 
 // checkBurstRows are the scenario's lines of the tables.
 func checkBurstRows(b *bench) []row {
@@ -273,6 +297,8 @@ func checkBurstRows(b *bench) []row {
 				headline: fmt.Sprintf("check-burst: %d sessions submit %s at once, the slowest result, s", b.burstSessions, name)},
 			row{scenario: "check-burst", metric: "slowest ÷ lone, " + name, goal: goal{def: 6, onLab: true}, derived: ratio,
 				headline: fmt.Sprintf("check-burst: %s, the burst's slowest ÷ a lone check", name)},
+			row{scenario: "check-burst", metric: slowest + ", each different", goal: goal{def: slowestGoal, onLab: true},
+				headline: fmt.Sprintf("check-burst: %d sessions submit %s at once, each changed (a comment), the slowest result, s", b.burstSessions, name)},
 		)
 	}
 	classRatio := func(r results, server string) (float64, bool) {
