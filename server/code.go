@@ -293,7 +293,7 @@ type checker struct {
 	cancel   context.CancelFunc
 	max      int // workers at most
 
-	rescript Compiler // nil: the lab has no ReScript compiler
+	rescript Compiler           // nil: the lab has no ReScript compiler
 	ran      prometheus.Counter // checks run in a sandbox
 	kept     prometheus.Counter // checks answered from done
 
