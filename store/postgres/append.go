@@ -389,6 +389,11 @@ var renamedKind = store.Kind(model.Event{Kind: model.Renamed})
 // implicit transaction and one round trip; taken[i] reports that batch[i]'s
 // seq was already stored, so it was not. An error means none was stored.
 func (s *Store) commitBatch(ctx context.Context, guard pgtype.Timestamptz, batch []*appendReq) (taken []bool, err error) {
+	if guard.Valid && !time.Now().Before(guard.Time) {
+		// The database would refuse it (deadlineGuard): no round trip,
+		// and no context that may end in the middle of one.
+		return nil, ErrPastDeadline
+	}
 	if len(batch) == 1 {
 		return s.commitOne(ctx, guard, &batch[0].row)
 	}
