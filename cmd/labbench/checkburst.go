@@ -153,7 +153,9 @@ func (b *bench) checkBurst(ctx context.Context, t target) (m metrics, err error)
 		m["slowest s, "+mod.name+", each different"] = each[len(each)-1].Seconds()
 	}
 	// The class, plain and while classes press Check one after another
-	// (the first module, each burst from an address of its own).
+	// (the first module, each burst from an address of its own, every
+	// student's module changed: 30 checks to run, not one, and 30 new
+	// sessions a burst, as many as a burst's checks take to run).
 	shape := classShape{sessions: b.sessions, tabs: b.tabs, interval: b.interval, duration: b.classDuration}
 	plain, err := b.class(ctx, srv, shape)
 	if err != nil {
@@ -168,7 +170,7 @@ func (b *bench) checkBurst(ctx context.Context, t target) (m metrics, err error)
 		defer close(done)
 		for bursting.Err() == nil {
 			bursts++ // begun: one may outlast the class, and is stopped with it
-			if _, err := burst(bursting, srv, from.take(), mods[0], b.burstSessions, false); err != nil {
+			if _, err := burst(bursting, srv, from.take(), mods[0], b.burstSessions, true); err != nil {
 				if bursting.Err() == nil {
 					burstErr = err
 				}
