@@ -140,8 +140,8 @@ func TestFirstDifference(t *testing.T) {
 // that differ in anything but Submissions.
 func TestSeedForAndKey(t *testing.T) {
 	src := "export function begin() {}"
-	if SeedFor(JavaScript, src) != SeedFor(JavaScript, src) {
-		t.Fatal("SeedFor is not a function of its input")
+	if a, b := SeedFor(JavaScript, src), SeedFor(JavaScript, strings.Clone(src)); a != b {
+		t.Fatalf("SeedFor is not a function of its input: %d, then %d", a, b)
 	}
 	seeds := map[uint64]string{}
 	for _, in := range []struct {
