@@ -280,11 +280,12 @@ func (s *session) codeOf() (*codeRow, *model.Failure) {
 //   - a running check whose input a newer one replaced is cancelled (its
 //     result would be shown to no one), freeing its worker.
 //
-// Ownership: mu guards queue, waiting, running, workers and stopped. A
-// worker goroutine is started by enqueue while fewer than k.workers run and
-// the queue holds a session none of them has taken; each exits when the
-// queue is empty or stop is called. stop (Shutdown, Restart) cancels the
-// checks under way and waits for every worker.
+// Ownership: mu guards queue, waiting, running, done, workers and stopped.
+// A worker goroutine is started by enqueue while fewer than k.workers run
+// and the queue holds a session none of them has taken; each exits when
+// the queue is empty or stop is called. stop (Shutdown, Restart) cancels
+// the checks under way, waits for every worker and ends the pool's idle
+// sandboxes (jsclient.Pool: one per worker, reused from check to check).
 type checker struct {
 	budget   jsclient.Budget
 	deadline time.Duration
@@ -294,6 +295,7 @@ type checker struct {
 	max      int // workers at most
 
 	rescript Compiler           // nil: the lab has no ReScript compiler
+	pool     *jsclient.Pool     // sandboxes to load the next check into
 	ran      prometheus.Counter // checks run in a sandbox
 	kept     prometheus.Counter // checks answered from done
 
@@ -351,7 +353,7 @@ type runningCheck struct {
 func newChecker(log *slog.Logger, workers int, rescript Compiler, m *metrics) *checker {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &checker{
-		ran: m.codeChecks.WithLabelValues("ran"), kept: m.codeChecks.WithLabelValues("kept"),
+		ran: m.codeChecks.WithLabelValues("ran"), kept: m.codeChecks.WithLabelValues("kept"), pool: jsclient.NewPool(max(workers, 1)),
 		budget: jsclient.DefaultBudget(), deadline: codeCheckDeadline, log: log, max: max(workers, 1), rescript: rescript,
 		ctx: ctx, cancel: cancel, waiting: make(map[*session]model.CodeInput), running: make(map[*session]*runningCheck),
 		earlier: make(map[*session][]string), done: make(map[[32]byte]checkOutcome),
@@ -416,6 +418,7 @@ func (k *checker) stop() {
 	k.mu.Unlock()
 	k.cancel()
 	k.wg.Wait()
+	k.pool.Close()
 }
 
 func (k *checker) work() {
@@ -523,7 +526,7 @@ func (k *checker) run(ctx context.Context, in model.CodeInput) checkOutcome {
 		}
 		source = out.JS
 	}
-	_, sub, err := jsclient.Load(ctx, source, k.budget)
+	_, sub, err := k.pool.Load(ctx, source, k.budget)
 	if err != nil {
 		var se *jsclient.SourceError
 		switch {

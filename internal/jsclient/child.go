@@ -156,6 +156,9 @@ func serveChild(asCap, budget string) int {
 		inst := instances[req.Inst]
 		switch {
 		case req.Op == opLoad:
+			// A sandbox from a Pool: nothing of the last submission stays.
+			prog, nextInst = nil, 0
+			clear(instances)
 			p, err := compileSource(req.A, b)
 			if err != nil {
 				fail(err)

@@ -52,6 +52,9 @@ type Submission struct {
 	// allowance is checkAllowance (check.go); tests lower it.
 	allowance time.Duration
 
+	pool *Pool // where Close gives the sandbox back; nil: it ends
+	uses int   // submissions the sandbox loaded before this one
+
 	mu     sync.Mutex // guards everything below; held over one round trip
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
@@ -73,17 +76,32 @@ type Submission struct {
 // *SourceError (syntax, import, export form, missing function, a throw at
 // the top level). The caller must Close the Submission.
 func Load(ctx context.Context, source string, b Budget) (model.NewClient, *Submission, error) {
+	return loadIn(ctx, nil, source, b)
+}
+
+// loadIn is Load, in a sandbox from pool when it has one idle.
+func loadIn(ctx context.Context, pool *Pool, source string, b Budget) (model.NewClient, *Submission, error) {
 	b = b.withDefaults()
 	select {
 	case slots <- struct{}{}:
 	case <-ctx.Done():
 		return nil, nil, ctx.Err()
 	}
-	s, err := start(b)
-	if err != nil {
-		<-slots
-		return nil, nil, err
+	var s *Submission
+	var w *warm
+	if pool != nil {
+		w = pool.take(b)
 	}
+	if w != nil {
+		s = &Submission{budget: b, allowance: checkAllowance, uses: w.uses, cmd: w.cmd, stdin: w.stdin, enc: w.enc, dec: w.dec, stderr: w.stderr}
+	} else {
+		var err error
+		if s, err = start(b); err != nil {
+			<-slots
+			return nil, nil, err
+		}
+	}
+	s.pool = pool
 	s.source = source
 	resp, err := s.roundTrip(request{Op: opLoad, A: source}, b.PerCall)
 	if err == nil && resp.Err != "" {
@@ -118,8 +136,8 @@ func (s *Submission) PeakRSS() int64 {
 	return s.peak
 }
 
-// Close ends the sandbox and frees the server's slot. It is safe to call
-// more than once.
+// Close ends the sandbox, or gives it back to its Pool, and frees the
+// server's slot. It is safe to call more than once.
 func (s *Submission) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -127,6 +145,14 @@ func (s *Submission) Close() {
 		return
 	}
 	s.closed = true
+	if s.reusable() {
+		w := &warm{budget: s.budget, uses: s.uses + 1, cmd: s.cmd, stdin: s.stdin, enc: s.enc, dec: s.dec, stderr: s.stderr}
+		if s.pool.put(w) {
+			s.cmd, s.dead = nil, fmt.Errorf("the check was stopped before it ended: %w", model.ErrStop)
+			<-slots
+			return
+		}
+	}
 	s.stop(fmt.Errorf("the check was stopped before it ended: %w", model.ErrStop))
 	<-slots
 }

@@ -17,12 +17,14 @@ import (
 // 100 for every architecture Go runs on.
 const ClockTick = 10 * time.Millisecond
 
-// Indexes into Fields' result (the stat file's fields 4, 14, 15 and 19).
+// Indexes into Fields' result (the stat file's fields 4, 14, 15, 19 and
+// 24).
 const (
 	PPID  = 1
 	UTime = 11
 	STime = 12
 	Nice  = 16
+	RSS   = 21
 )
 
 // Fields returns the fields of a stat file (/proc/<pid>/stat, or a
@@ -38,7 +40,7 @@ func Fields(path string) ([]string, error) {
 		return nil, fmt.Errorf("%s: no command name", path)
 	}
 	f := strings.Fields(string(data[i+1:]))
-	if len(f) <= Nice {
+	if len(f) <= RSS {
 		return nil, fmt.Errorf("%s: %d fields", path, len(f))
 	}
 	return f, nil
@@ -61,6 +63,38 @@ func CPU(pid int) (time.Duration, error) {
 		return 0, fmt.Errorf("process %d's CPU time: %w", pid, err)
 	}
 	return time.Duration(user+sys) * ClockTick, nil
+}
+
+// Resident is process pid's resident memory, in bytes.
+func Resident(pid int) (int64, error) {
+	f, err := stat(pid)
+	if err != nil {
+		return 0, err
+	}
+	pages, err := strconv.ParseInt(f[RSS], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("process %d's resident memory: %w", pid, err)
+	}
+	return pages * int64(os.Getpagesize()), nil
+}
+
+// PeakResident is the most resident memory process pid has held, in bytes
+// (VmHWM in /proc/<pid>/status).
+func PeakResident(pid int) (int64, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("process %d's peak resident memory: %w", pid, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("process %d: no VmHWM", pid)
 }
 
 // Parent is process pid's parent's pid.

@@ -34,3 +34,30 @@ func TestProcessCPU(t *testing.T) {
 		t.Fatal("a CPU time for a process that does not exist")
 	}
 }
+
+// TestResident: a process's resident memory grows by what it touches.
+func TestResident(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	before, err := Resident(os.Getpid())
+	if err != nil || before <= 0 {
+		t.Fatalf("resident %d, %v", before, err)
+	}
+	b := make([]byte, 64<<20)
+	for i := range b {
+		if i%4096 == 0 {
+			b[i] = 1
+		}
+	}
+	after, err := Resident(os.Getpid())
+	if err != nil || after-before < 32<<20 {
+		t.Fatalf("resident %d after touching 64 MiB, %d before (%v)", after, before, err)
+	}
+	if peak, err := PeakResident(os.Getpid()); err != nil || peak < after {
+		t.Fatalf("peak resident %d (%v) below resident %d", peak, err, after)
+	}
+	if b[0] != 1 {
+		t.Fatal("unreachable")
+	}
+}
