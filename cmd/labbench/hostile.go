@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -241,6 +242,9 @@ func (h *hostileStudent) take() (p hostileProgram, ok bool) {
 	return p, true
 }
 
+// hostileSubmissions numbers the hostile student's submissions.
+var hostileSubmissions atomic.Int64
+
 // session is one of the hostile student's sessions: it submits the
 // programs take gives it, one check at a time, within its allowance.
 func (h *hostileStudent) session(ctx context.Context, srv *server) error {
@@ -259,7 +263,10 @@ func (h *hostileStudent) session(ctx context.Context, srv *server) error {
 		if !ok {
 			return nil
 		}
-		frame, err := json.Marshal(map[string]string{"type": "submitCode", "source": p.source})
+		// A comment of its own, so that the lab checks it and does not
+		// hand over the outcome of the same program's last check.
+		n := hostileSubmissions.Add(1)
+		frame, err := json.Marshal(map[string]string{"type": "submitCode", "source": fmt.Sprintf("%s\n// submission %d\n", p.source, n)})
 		if err != nil {
 			return err
 		}
