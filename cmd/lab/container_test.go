@@ -161,7 +161,7 @@ func newEngine(t *testing.T) *engine {
 		repo:  repo,
 		cache: cache,
 		// vfs: no overlay mounts, which need more than CI machines allow.
-		storage: []string{"--root", filepath.Join(cache, "storage"), "--runroot", "/run/lab-image/storage", "--storage-driver", "vfs"},
+		storage: []string{"--root", filepath.Join(cache, "storage"), "--runroot", "/run/lab-image/storage-" + hashOf(cache), "--storage-driver", "vfs"},
 		runcDir: "/run/lab-image/runc",
 	}
 }
