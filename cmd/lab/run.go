@@ -445,6 +445,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		handler = slog.NewJSONHandler(stderr, opts)
 	}
 	log := slog.New(handler)
+	// The image sets TMPDIR under the data volume (its root file system
+	// may be read-only); a new volume, or a host directory mounted there,
+	// has no such directory yet, and a ReScript compile's temporary
+	// directory is made in it.
+	if dir := getenv("TMPDIR"); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			log.Warn("cannot make the temporary directory", "TMPDIR", dir, "err", err)
+		}
+	}
 	if err := serve(ctx, cfg, log, stdout); err != nil {
 		log.Error("lab stopped", "err", err)
 		return 1

@@ -293,3 +293,29 @@ func TestSettingsCheckedBeforeDisk(t *testing.T) {
 		t.Fatalf("valid settings refused: %v", err)
 	}
 }
+
+// TestRunMakesTMPDIR: the image's TMPDIR is under the data volume, which
+// starts without it; the lab makes it (0700) before it serves.
+func TestRunMakesTMPDIR(t *testing.T) {
+	t.Parallel()
+	tmp := filepath.Join(t.TempDir(), "data", "tmp")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	exited := make(chan int, 1)
+	go func() {
+		exited <- run(ctx, []string{"lab", "-addr", "127.0.0.1:0", "-data", ":memory:"}, env(map[string]string{"TMPDIR": tmp}), &stdout, &stderr)
+	}()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stdout.String(), "students open"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no student URL printed; stderr: %s", stderr.String())
+		}
+	}
+	if fi, err := os.Stat(tmp); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		t.Errorf("TMPDIR %s after start: %v %v, want a directory 0700", tmp, fi, err)
+	}
+	cancel()
+	if code := <-exited; code != 0 {
+		t.Fatalf("exit %d; stderr: %s", code, stderr.String())
+	}
+}
