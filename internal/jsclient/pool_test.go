@@ -15,17 +15,30 @@ func TestPoolReusesCleanly(t *testing.T) {
 	pool := NewPool(1)
 	defer pool.Close()
 	ctx := context.Background()
+	var first int
 	pid := func(s *Submission) int {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.cmd.Process.Pid
+	}
+	// wantReused: under the race detector a sandbox's memory (shadow
+	// included) passes poolResident soon, and it is retired: only say so.
+	wantReused := func(s *Submission, what string) {
+		t.Helper()
+		if got := pid(s); got != first {
+			if raceBuild {
+				t.Logf("%s ran in sandbox %d, not the pooled %d (race detector)", what, got, first)
+				return
+			}
+			t.Fatalf("%s ran in sandbox %d, not the pooled %d", what, got, first)
+		}
 	}
 	leaky := read(t, "ToolCall.res.js") + "\nglobalThis.left = 'by the last student'; Object.prototype.left = 1; Array.prototype.push = () => 0;\n"
 	_, s1, err := pool.Load(ctx, leaky, Budget{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := pid(s1)
+	first = pid(s1)
 	if _, err := s1.Check(ctx, 7, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -43,9 +56,7 @@ export function view(call) { return call; }`
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pid(s2) != first {
-		t.Fatalf("the second submission ran in sandbox %d, not the pooled %d", pid(s2), first)
-	}
+	wantReused(s2, "the second submission")
 	c, err := nc()
 	if err != nil {
 		t.Fatal(err)
@@ -61,9 +72,7 @@ export function view(call) { return call; }`
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pid(s3) != first {
-		t.Fatalf("the third submission ran in sandbox %d, not the pooled %d", pid(s3), first)
-	}
+	wantReused(s3, "the third submission")
 	got, err := s3.Check(ctx, 1<<40, nil)
 	s3.Close()
 	if err != nil {
@@ -82,9 +91,7 @@ export function view(call) { return call; }`
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pid(s4) != first {
-		t.Fatalf("after a syntax error, sandbox %d, not the pooled %d", pid(s4), first)
-	}
+	wantReused(s4, "the submission after a syntax error")
 	s4.Close()
 
 	// A program that fills the heap: the sandbox is not given back.
