@@ -99,35 +99,59 @@ func newBrowserWithin(t *testing.T, timeout time.Duration) *tab {
 	// Registered first, so released last, after the browser has exited.
 	browserSlot <- struct{}{}
 	t.Cleanup(func() { <-browserSlot })
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path),
-		chromedp.Headless,
-		chromedp.NoSandbox, // the tests run as root, where the sandbox cannot start
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		// This machine has no network beyond loopback; without these
-		// Chromium keeps trying to reach Google's services.
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-extensions", true),
-		chromedp.Flag("disable-default-apps", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		// Background tabs must keep their timers and sockets running: the
-		// tests drive two tabs of one session at once.
-		chromedp.Flag("disable-background-timer-throttling", true),
-		chromedp.Flag("disable-backgrounding-occluded-windows", true),
-		chromedp.Flag("disable-renderer-backgrounding", true),
-		chromedp.WindowSize(1000, 900),
-		chromedp.UserDataDir(t.TempDir()),
+	options := func() []chromedp.ExecAllocatorOption {
+		return []chromedp.ExecAllocatorOption{
+			chromedp.ExecPath(path),
+			chromedp.Headless,
+			chromedp.NoSandbox, // the tests run as root, where the sandbox cannot start
+			chromedp.DisableGPU,
+			chromedp.NoFirstRun,
+			chromedp.NoDefaultBrowserCheck,
+			// This machine has no network beyond loopback; without these
+			// Chromium keeps trying to reach Google's services.
+			chromedp.Flag("disable-quic", true),
+			chromedp.Flag("disable-background-networking", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true),
+			chromedp.Flag("disable-extensions", true),
+			chromedp.Flag("disable-default-apps", true),
+			chromedp.Flag("disable-dev-shm-usage", true),
+			// Background tabs must keep their timers and sockets running: the
+			// tests drive two tabs of one session at once.
+			chromedp.Flag("disable-background-timer-throttling", true),
+			chromedp.Flag("disable-backgrounding-occluded-windows", true),
+			chromedp.Flag("disable-renderer-backgrounding", true),
+			chromedp.WindowSize(1000, 900),
+			chromedp.UserDataDir(t.TempDir()),
+		}
 	}
 	// The browser's own contexts have no deadline: a deadline on the context
 	// of the first Run would kill the browser when it ends, with no chance
-	// to report what the page showed.
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
+	// to report what the page showed. The first Do starts the browser and
+	// opens the first tab; a start that fails (Chromium now and then exits
+	// at once on a busy machine) is tried once more, with a profile of its
+	// own.
+	var allocCtx, browserCtx context.Context
+	var cancelAlloc, cancelBrowser context.CancelFunc
+	for attempt := 1; ; attempt++ {
+		allocCtx, cancelAlloc = chromedp.NewExecAllocator(context.Background(), options()...)
+		browserCtx, cancelBrowser = chromedp.NewContext(allocCtx)
+		tooSlow := time.AfterFunc(browserStartTimeout, cancelAlloc)
+		err = chromedp.Do(browserCtx)
+		slow := !tooSlow.Stop()
+		if err == nil && !slow {
+			break
+		}
+		cancelBrowser()
+		cancelAlloc()
+		if slow {
+			err = fmt.Errorf("it took more than %v", browserStartTimeout)
+		}
+		if attempt == 2 {
+			t.Fatalf("starting %s: %v", path, err)
+		}
+		t.Logf("starting %s: %v; once more", path, err)
+	}
 	ctx, cancelTest := context.WithTimeout(browserCtx, timeout)
 
 	b := &browser{t: t, ctx: ctx}
@@ -149,15 +173,6 @@ func newBrowserWithin(t *testing.T, timeout time.Duration) *tab {
 	t.Cleanup(cancelBrowser)
 	t.Cleanup(cancelTest)
 
-	// The first Do starts the browser and opens the first tab.
-	tooSlow := time.AfterFunc(browserStartTimeout, cancelAlloc)
-	err = chromedp.Do(browserCtx)
-	if !tooSlow.Stop() {
-		t.Fatalf("starting %s took more than %v", path, browserStartTimeout)
-	}
-	if err != nil {
-		t.Fatalf("starting %s: %v", path, err)
-	}
 	return b.watch(ctx, "tab 1")
 }
 
