@@ -172,15 +172,17 @@ func cpuNow() time.Duration {
 // on the dev machine, more than a short call of the lesson's module, a
 // third of a check's time in the sandbox). A call is timed on the
 // monotonic clock, which bounds its CPU time from above; the CPU clock is
-// read at a call's start when the last reading is older than meterSlack,
-// and at the end of a call longer than meterShort, which is then charged
-// at most the CPU the thread ran since that reading. So a short call is
+// read at a call's start when the last reading is older than meterSlack
+// or the last call was long, and at the end of a call longer than
+// meterShort, which is then charged at most the CPU the thread ran since
+// that reading. So a short call is
 // charged under meterShort of waiting for a core, a long one (a call
 // preempted on a busy machine is long) under meterSlack of the model's own
 // work before it, and nobody's budget runs out because the machine is busy.
 type meter struct {
 	cpu  time.Duration // the thread's CPU clock at wall
 	wall time.Time     // zero before the first reading
+	long bool          // the last call was long: the next is read at its start
 }
 
 const (
@@ -189,10 +191,12 @@ const (
 )
 
 // begin is a call's start: the wall time and a CPU reading at or before
-// it, at most meterSlack of wall time before.
+// it, at most meterSlack of wall time before, and at the start itself
+// after a long call (a program's calls are alike: one whose calls are
+// long is charged each exactly).
 func (m *meter) begin() (wall time.Time, cpu time.Duration) {
 	now := time.Now()
-	if m.wall.IsZero() || now.Sub(m.wall) > meterSlack {
+	if m.wall.IsZero() || m.long || now.Sub(m.wall) > meterSlack {
 		m.cpu, m.wall = cpuNow(), now
 	}
 	return now, m.cpu
@@ -201,7 +205,8 @@ func (m *meter) begin() (wall time.Time, cpu time.Duration) {
 // end is the CPU time to charge a call that began at began.
 func (m *meter) end(began time.Time) time.Duration {
 	took := time.Since(began)
-	if took < meterShort {
+	m.long = took >= meterShort
+	if !m.long {
 		return took
 	}
 	c := cpuNow()
