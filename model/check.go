@@ -251,32 +251,50 @@ type showing struct {
 // failing step, nil when the module passes. The error is the case's own
 // (a frame the reference refuses, or newClient failing).
 func play(newClient NewClient, t Trace) (*outcome, error) {
-	c, err := newClient()
+	ref, h, setupErr, err := startSides(newClient)
 	if err != nil {
 		return nil, err
 	}
-	ref := newRefHost()
-	h := &host{c: c, showing: showing{notice: NoticeReady}, runs: 1}
-	setupErr := h.begin(runID(1))
 	for i, f := range t {
-		f = Command{Kind: f.Kind, Raw: f.Raw, Message: f.Message}
-		rs := refStep{frame: f, before: ref.call}
-		if err := ref.step(f); err != nil {
-			return nil, fmt.Errorf("frame %d (%s): %w", i+1, frameText(f), err)
-		}
-		rs.after = ref.call
-		if f.Kind == Deliver {
-			rs.msg = ref.held[f.Message-1]
+		rs, err := ref.play(f)
+		if err != nil {
+			return nil, fmt.Errorf("frame %d (%s): %w", i+1, frameText(rs.frame), err)
 		}
 		if setupErr != nil {
 			return judge(i, rs, ref.notice, nil, "", setupErr), nil
 		}
-		mutated, err := h.step(f)
+		mutated, err := h.step(rs.frame)
 		if o := judge(i, rs, ref.notice, &h.showing, mutated, err); o != nil {
 			return o, nil
 		}
 	}
 	return nil, nil
+}
+
+// startSides makes the two sides a trace is played on: the reference, and
+// a fresh module begun on run 1 (setupErr: what its begin or view raised).
+func startSides(newClient NewClient) (ref *refHost, h *host, setupErr, err error) {
+	c, err := newClient()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	h = &host{c: c, showing: showing{notice: NoticeReady}, runs: 1}
+	return newRefHost(), h, h.begin(runID(1)), nil
+}
+
+// play plays frame f (only its fields a trace has) on the reference: what
+// it did, for judge.
+func (r *refHost) play(f Command) (refStep, error) {
+	f = Command{Kind: f.Kind, Raw: f.Raw, Message: f.Message}
+	rs := refStep{frame: f, before: r.call}
+	if err := r.step(f); err != nil {
+		return rs, err
+	}
+	rs.after = r.call
+	if f.Kind == Deliver {
+		rs.msg = r.held[f.Message-1]
+	}
+	return rs, nil
 }
 
 // judge compares what the module shows after frame i (s, and mutated

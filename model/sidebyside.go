@@ -36,26 +36,19 @@ func SideBySide(newClient NewClient, t Trace) ([]StepSides, error) {
 	if err := ValidateTrace(t); err != nil {
 		return nil, err
 	}
-	c, err := newClient()
+	ref, h, setupErr, err := startSides(newClient)
 	if err != nil {
 		return nil, err
 	}
-	ref := newRefHost()
-	h := &host{c: c, showing: showing{notice: NoticeReady}, runs: 1}
-	setupErr := h.begin(runID(1))
 	out := make([]StepSides, 0, len(t))
 	first := true
 	for i, f := range t {
-		f = Command{Kind: f.Kind, Raw: f.Raw, Message: f.Message}
-		rs := refStep{frame: f, before: ref.call}
-		if err := ref.step(f); err != nil {
+		rs, err := ref.play(f)
+		if err != nil {
 			return nil, err // ValidateTrace let it through: a defect
 		}
-		rs.after = ref.call
-		if f.Kind == Deliver {
-			rs.msg = ref.held[f.Message-1]
-		}
-		err := setupErr
+		f := rs.frame
+		err = setupErr
 		mutated := ""
 		if err == nil {
 			mutated, err = h.step(f)

@@ -323,13 +323,6 @@ type checker struct {
 // class's worth of distinct modules and then some, each a few KiB.
 const maxDoneChecks = 128
 
-// doneOutcome is the kept outcome of the check of the input with key, if
-// any; mu is held.
-func (k *checker) doneOutcome(key [32]byte) (checkOutcome, bool) {
-	out, ok := k.done[key]
-	return out, ok
-}
-
 // keep keeps a final outcome, forgetting the oldest past maxDoneChecks;
 // mu is held.
 func (k *checker) keep(key [32]byte, out checkOutcome) {
@@ -440,7 +433,7 @@ func (k *checker) work() {
 		k.running[s] = &runningCheck{in: in, cancel: cancel}
 		k.spawn() // more in line: another worker, if one is free
 		key := in.Key()
-		out, hit := k.doneOutcome(key)
+		out, hit := k.done[key]
 		k.mu.Unlock()
 
 		if hit {

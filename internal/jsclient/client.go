@@ -55,12 +55,8 @@ type Submission struct {
 	pool *Pool // where Close gives the sandbox back; nil: it ends
 	uses int   // submissions the sandbox loaded before this one
 
-	mu     sync.Mutex // guards everything below; held over one round trip
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	enc    *gob.Encoder
-	dec    *gob.Decoder
-	stderr *tail
+	mu sync.Mutex // guards everything below; held over one round trip
+	proc
 	dead   error // set when the sandbox is gone: every later call fails with it
 	used   time.Duration
 	spent  bool
@@ -68,6 +64,22 @@ type Submission struct {
 	peak   int64 // the sandbox's peak resident memory, once it has ended
 	// replayed: the check was played again a round trip per call (check.go)
 	replayed bool
+}
+
+// proc is a sandbox's process and its pipes.
+type proc struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	enc    *gob.Encoder
+	dec    *gob.Decoder
+	stderr *tail
+}
+
+// end kills the process and waits for it.
+func (p *proc) end() {
+	_ = p.stdin.Close()
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
 }
 
 // Load starts a sandbox, loads source into it and returns the way to make
@@ -93,7 +105,7 @@ func loadIn(ctx context.Context, pool *Pool, source string, b Budget) (model.New
 		w = pool.take(b)
 	}
 	if w != nil {
-		s = &Submission{budget: b, allowance: checkAllowance, uses: w.uses, cmd: w.cmd, stdin: w.stdin, enc: w.enc, dec: w.dec, stderr: w.stderr}
+		s = &Submission{budget: b, allowance: checkAllowance, uses: w.uses, proc: w.proc}
 	} else {
 		var err error
 		if s, err = start(b); err != nil {
@@ -146,7 +158,7 @@ func (s *Submission) Close() {
 	}
 	s.closed = true
 	if s.reusable() {
-		w := &warm{budget: s.budget, uses: s.uses + 1, cmd: s.cmd, stdin: s.stdin, enc: s.enc, dec: s.dec, stderr: s.stderr}
+		w := &warm{budget: s.budget, uses: s.uses + 1, proc: s.proc}
 		if s.pool.put(w) {
 			s.cmd, s.dead = nil, fmt.Errorf("the check was stopped before it ended: %w", model.ErrStop)
 			<-slots
@@ -181,7 +193,7 @@ func start(b Budget) (*Submission, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Submission{budget: b, allowance: checkAllowance, cmd: cmd, stdin: stdin, stderr: &tail{}}
+	s := &Submission{budget: b, allowance: checkAllowance, proc: proc{cmd: cmd, stdin: stdin, stderr: &tail{}}}
 	cmd.Stderr = s.stderr
 	if err := idle.Start(cmd); err != nil {
 		return nil, fmt.Errorf("jsclient: cannot start the sandbox: %w", err)
@@ -201,9 +213,7 @@ func (s *Submission) stop(why error) {
 		}
 	}
 	if s.cmd != nil {
-		_ = s.stdin.Close()
-		_ = s.cmd.Process.Kill()
-		_ = s.cmd.Wait()
+		s.end()
 		if ru, ok := s.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			s.peak = ru.Maxrss << 10 // Linux counts it in KiB
 		}

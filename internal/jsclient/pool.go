@@ -2,9 +2,6 @@ package jsclient
 
 import (
 	"context"
-	"encoding/gob"
-	"io"
-	"os/exec"
 	"sync"
 	"time"
 
@@ -48,11 +45,7 @@ const (
 type warm struct {
 	budget Budget
 	uses   int
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	enc    *gob.Encoder
-	dec    *gob.Decoder
-	stderr *tail
+	proc
 }
 
 // NewPool keeps up to max idle sandboxes.
@@ -98,9 +91,7 @@ func (p *Pool) Close() {
 	p.idle, p.closed = nil, true
 	p.mu.Unlock()
 	for _, w := range idle {
-		_ = w.stdin.Close() // it reads the end of its pipe and exits
-		_ = w.cmd.Process.Kill()
-		_ = w.cmd.Wait()
+		w.end()
 	}
 }
 
