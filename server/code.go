@@ -442,6 +442,7 @@ func (k *checker) work() {
 			out = k.run(ctx, in)
 			k.ran.Inc()
 		}
+		own := out // the input's alone: what another session may take
 		if len(earlier) > 0 {
 			ectx, ecancel := context.WithTimeout(ctx, k.deadline)
 			out.tasks = out.tasks.Or(k.earlierTasks(ectx, earlier))
@@ -452,7 +453,7 @@ func (k *checker) work() {
 
 		k.mu.Lock()
 		if !hit && !superseded {
-			k.keep(key, out)
+			k.keep(key, own)
 		}
 		delete(k.running, s)
 		if _, ok := k.waiting[s]; ok && !k.stopped {
