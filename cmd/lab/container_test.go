@@ -7,11 +7,14 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/sha512"
 	"debug/elf"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -42,9 +45,10 @@ import (
 // (never the machine's), cached in $XDG_CACHE_HOME/lab-image (or
 // ~/.cache/lab-image) and keyed by what they are made from: golang:1.26
 // from Debian bookworm (mmdebstrap) and this machine's /usr/local/go,
-// node:22-bookworm-slim from Debian's nodejs and npm (trixie's: rescript
-// 12.2.0 wants Node 20.11 or later, bookworm has 18, and npm skips the
-// compiler's package on an older Node), and
+// node:22-bookworm-slim from Debian's nodejs (trixie's: rescript 12.2.0
+// wants Node 20.11 or later, bookworm has 18, and npm skips the
+// compiler's package on an older Node) and npm from its own tarball, as
+// the Node images ship it, and
 // gcr.io/distroless/static-debian12:nonroot as a static root file system
 // with the nonroot user (65532), CA certificates and tzdata.
 //
@@ -60,8 +64,10 @@ func TestImage(t *testing.T) {
 		t.Fatal("LAB_IMAGE=1: the image test runs buildah and runc as root; run it as root")
 	}
 	e := newEngine(t)
-	// CI runs this part early, alone and in the background
-	// (-run 'TestImage/stand-ins'), while the other tests run.
+	// CI runs this part, mostly downloads and dpkg, early and in the
+	// background (-run 'TestImage/stand-ins'), while the other tests
+	// run; the build, which compiles the lab (its Go build cache is kept
+	// between runs, see build), runs last.
 	if !t.Run("stand-ins", func(t *testing.T) { e.ensureBases(t) }) {
 		t.FailNow()
 	}
@@ -84,18 +90,6 @@ func (e *engine) ensureBases(t *testing.T) {
 	for _, s := range missing {
 		e.makeStandIn(t, s)
 	}
-	// Go's build cache, which the image's build mounts into its RUN
-	// steps, filled here by this machine's Go, the Go stand-in's: with
-	// -trimpath a package's cache key does not depend on where its
-	// sources are, so the build in the image compiles only what changed.
-	began := time.Now()
-	warm := exec.Command("go", "build", "-trimpath", "-o", os.DevNull, "./cmd/lab")
-	warm.Dir = e.repo
-	warm.Env = append(os.Environ(), "CGO_ENABLED=0", "GOCACHE="+filepath.Join(e.cache, "go-build"))
-	if out, err := warm.CombinedOutput(); err != nil {
-		t.Fatalf("go build -trimpath ./cmd/lab: %v\n%s", err, out)
-	}
-	t.Logf("the build cache for the image's go build: filled in %v", time.Since(began).Round(time.Second))
 }
 
 // buildAndRun builds the image with the README's docker build line and
@@ -244,10 +238,61 @@ func (d debian) key() string {
 var (
 	// The official Go image is bookworm with git and CA certificates.
 	goDebian = debian{"bookworm", []string{"ca-certificates", "git", "tzdata"}}
-	// Debian's nodejs and npm: trixie's (Node 20), since rescript 12.2.0
-	// asks for Node 20.11 or later and bookworm's is 18.
-	nodeDebian = debian{"trixie", []string{"ca-certificates", "nodejs", "npm"}}
+	// Debian's nodejs: trixie's (Node 20), since rescript 12.2.0 asks
+	// for Node 20.11 or later and bookworm's is 18. Not Debian's npm: its
+	// few hundred packages took most of a cold run's minutes.
+	nodeDebian = debian{"trixie", []string{"ca-certificates", "nodejs"}}
 )
+
+// npmTarball is npm as the Node 22 images ship it, from its registry,
+// checked against its published integrity; it bundles its dependencies.
+var npmTarball = struct{ version, url, integrity string }{
+	"10.9.4",
+	"https://registry.npmjs.org/npm/-/npm-10.9.4.tgz",
+	"sha512-OnUG836FwboQIbqtefDNlyR0gTHzIfwRfE3DuiNewBvnMnWEpB0VEXwBlFVgqpNzIgYo/MHh3d2Hel/pszapAA==",
+}
+
+// npm returns the path of npm's tarball in the cache, fetched and
+// checked the first time.
+func (e *engine) npm(t *testing.T) string {
+	path := filepath.Join(e.cache, "stand-ins", "npm-"+npmTarball.version+".tgz")
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, npmTarball.url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A transport of its own, closed here: no connection outlives the
+	// test (goleak).
+	tr := &http.Transport{Proxy: http.ProxyFromEnvironment}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatalf("npm for the Node stand-in: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("npm for the Node stand-in: GET %s: %s", npmTarball.url, resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		t.Fatalf("npm for the Node stand-in: %v", err)
+	}
+	sum := sha512.Sum512(body)
+	if got := "sha512-" + base64.StdEncoding.EncodeToString(sum[:]); got != npmTarball.integrity {
+		t.Fatalf("npm for the Node stand-in: %s is %s, not the published %s", npmTarball.url, got, npmTarball.integrity)
+	}
+	if err := os.WriteFile(path+".part", body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".part", path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
 
 func hashOf(parts ...string) string {
 	h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
@@ -347,11 +392,20 @@ func (e *engine) standIns(t *testing.T) []standIn {
 		},
 	}, {
 		ref:  "docker.io/library/node:22-bookworm-slim",
-		key:  hashOf(nodeDebian.key(), caKey, "node"),
+		key:  hashOf(nodeDebian.key(), caKey, "node", npmTarball.integrity),
 		from: nodeDebian,
 		make: func(t *testing.T, e *engine, mnt string) []string {
 			command(t, "/", "tar", "-xpf", e.tarball(nodeDebian), "--numeric-owner", "-C", mnt)
 			addCAs(t, mnt)
+			// Where the Node images have it: /usr/local/lib/node_modules.
+			npmDir := filepath.Join(mnt, "usr/local/lib/node_modules/npm")
+			command(t, "/", "mkdir", "-p", npmDir, filepath.Join(mnt, "usr/local/bin"))
+			command(t, "/", "tar", "-xzf", e.npm(t), "--no-same-owner", "--strip-components=1", "-C", npmDir)
+			for _, bin := range []string{"npm", "npx"} {
+				if err := os.Symlink("../lib/node_modules/npm/bin/"+bin+"-cli.js", filepath.Join(mnt, "usr/local/bin", bin)); err != nil {
+					t.Fatal(err)
+				}
+			}
 			return append(nodeEnv, "--cmd", "node")
 		},
 	}, {
