@@ -339,6 +339,32 @@ func TestReScriptTasksSurviveARestart(t *testing.T) {
 	want(code)
 }
 
+// TestAKeptOutcomeIsTheProgramsOwn: a session whose check also compiled
+// its earlier, unseen sources shows their tasks, but the outcome another
+// session takes for the same program is that program's alone.
+func TestAKeptOutcomeIsTheProgramsOwn(t *testing.T) {
+	t.Parallel()
+	compiler := rescriptCompiler(t)
+	ts := runInstructorLab(t, server.Config{ReScript: compiler})
+	lesson := lessonRes(t)
+	a, _ := dial(t, ts, newID())
+	// The first is replaced before its build is seen: the second's check
+	// compiles it again, for its tasks.
+	a.send(submitIn("rescript", strings.Replace(lesson, "  | Rejected(reason) => (\"Rejected\", reason)\n", "", 1)))
+	a.send(submitIn("rescript", lesson))
+	if code := a.checked(2); code.Status != "passed" || !rescriptOf(t, code).Tasks.MissingRejected {
+		t.Fatalf("the session that deleted the Rejected arm first: %s", code.raw)
+	}
+	b, _ := dial(t, ts, newID())
+	code, rs := b.submitRes(lesson, 1)
+	if code.Status != "passed" || rs.Tasks.MissingRejected || rs.Tasks.AddCancelled {
+		t.Fatalf("another session's same module: %s", code.raw)
+	}
+	if kept := checksMetric(t, ts, "kept"); kept != 1 {
+		t.Fatalf("checks kept %v, want 1 (the second session's)", kept)
+	}
+}
+
 // TestReScriptWithoutACompiler: a lab without the compiler offers
 // JavaScript only and refuses a ReScript submission with a reason.
 func TestReScriptWithoutACompiler(t *testing.T) {
