@@ -334,29 +334,19 @@ var (
 	// have stored that first: its seq 1 then conflicts below.
 	insertSessionsSQL = `INSERT INTO sessions (id, created)
 		SELECT * FROM unnest($1::text[], $2::bigint[]) ON CONFLICT DO NOTHING`
-	// The events the batch could store (a seq another replica stored is
-	// left out: ON CONFLICT), a rename's name on its session, and one
+	// The batch's events, a rename's name on its session, and one
 	// notification for them all ("<session> <seq>" lines, see pgChannel;
-	// several past 7,000 bytes, under PostgreSQL's 8,000),
-	// all in one statement; it returns the payloads, which name the
-	// stored records.
-	insertEventsSQL = `WITH ins AS (
-		INSERT INTO events (session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice, prediction)
-		SELECT * FROM unnest($3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::bigint[], $9::text[], $10::text[],
-			$11::bytea[], $12::bytea[], $13::bytea[], $14::bytea[], $15::bytea[], $16::text[])
-		WHERE ` + deadlineGuard(17) + `
-		ON CONFLICT DO NOTHING
-		RETURNING session, seq, kind, raw
-	), renamed AS (
-		UPDATE sessions SET name = ins.raw FROM ins WHERE ins.kind = $2 AND sessions.id = ins.session
-	)
-	SELECT payload, pg_notify($1, payload) FROM (
-		SELECT string_agg(pair, E'\n') AS payload FROM (
-			SELECT session || ' ' || seq AS pair,
-				sum(octet_length(session) + 22) OVER (ROWS UNBOUNDED PRECEDING) / 7000 AS chunk
-			FROM ins
-		) AS pairs GROUP BY chunk
-	) AS chunks`
+	// several past 7,000 bytes, under PostgreSQL's 8,000), all in one
+	// statement; it returns the payloads, which name the stored records.
+	// A plain insert, as the lone append's: ON CONFLICT DO NOTHING is a
+	// speculative insertion, a lock, an index probe and a WAL record more
+	// per row (issue 46), paid for a conflict that only a race between
+	// replicas makes. A seq another replica stored fails it on events_pkey
+	// instead, and the batch runs again as insertEventsTakenSQL.
+	insertEventsSQL = eventsSQL("")
+	// The same, leaving out a seq another replica stored: the payloads
+	// then name only the records stored.
+	insertEventsTakenSQL = eventsSQL("ON CONFLICT DO NOTHING")
 
 	// A lone record (an append with no other waiting: the round trip of
 	// labbench's rtt) goes as one statement, in autocommit: one round
@@ -382,12 +372,36 @@ var (
 	SELECT pg_notify($17, session || ' ' || seq) FROM ins`
 )
 
+// eventsSQL is the batch's events statement (insertEventsSQL), conflict
+// being its events insert's ON CONFLICT clause, or none.
+func eventsSQL(conflict string) string {
+	return `WITH ins AS (
+		INSERT INTO events (session, seq, time, actor, kind, message, message_kind, message_from, raw, key_run, key_call, run, notice, prediction)
+		SELECT * FROM unnest($3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::bigint[], $9::text[], $10::text[],
+			$11::bytea[], $12::bytea[], $13::bytea[], $14::bytea[], $15::bytea[], $16::text[])
+		WHERE ` + deadlineGuard(17) + `
+		` + conflict + `
+		RETURNING session, seq, kind, raw
+	), renamed AS (
+		UPDATE sessions SET name = ins.raw FROM ins WHERE ins.kind = $2 AND sessions.id = ins.session
+	)
+	SELECT payload, pg_notify($1, payload) FROM (
+		SELECT string_agg(pair, E'\n') AS payload FROM (
+			SELECT session || ' ' || seq AS pair,
+				sum(octet_length(session) + 22) OVER (ROWS UNBOUNDED PRECEDING) / 7000 AS chunk
+			FROM ins
+		) AS pairs GROUP BY chunk
+	) AS chunks`
+}
+
 // renamedKind is a rename's kind in the events table.
 var renamedKind = store.Kind(model.Event{Kind: model.Renamed})
 
 // commitBatch stores the batch (at most one record per session) in one
 // implicit transaction and one round trip; taken[i] reports that batch[i]'s
 // seq was already stored, so it was not. An error means none was stored.
+// A seq another replica stored costs a second round trip: the plain insert
+// fails, storing nothing, and the batch runs again without that record.
 func (s *Store) commitBatch(ctx context.Context, guard pgtype.Timestamptz, batch []*appendReq) (taken []bool, err error) {
 	if guard.Valid && !time.Now().Before(guard.Time) {
 		// The database would refuse it (deadlineGuard): no round trip,
@@ -420,12 +434,37 @@ func (s *Store) commitBatch(ctx context.Context, guard pgtype.Timestamptz, batch
 			c.created = append(c.created, w.TimeMs)
 		}
 	}
+	err = s.sendBatch(ctx, guard, insertEventsSQL)
+	if pgViolation(err, "events_pkey") {
+		if guard.Valid && !time.Now().Before(guard.Time) {
+			return nil, ErrPastDeadline
+		}
+		clear(c.stored)
+		err = s.sendBatch(ctx, guard, insertEventsTakenSQL)
+	}
+	if err != nil {
+		return nil, pastDeadline(err)
+	}
+	taken = make([]bool, len(batch))
+	for i, q := range batch {
+		_, ok := c.stored[q.row.Session]
+		taken[i] = !ok
+	}
+	return taken, nil
+}
+
+// sendBatch runs the leader's columns (cols) in one pipeline and one
+// implicit transaction: the sessions insert if the batch has first
+// records, then events, an events statement of eventsSQL, which records
+// the sessions it stored in cols.stored.
+func (s *Store) sendBatch(ctx context.Context, guard pgtype.Timestamptz, events string) (err error) {
+	c := &s.ap.cols
 	b := &pgx.Batch{}
 	sessions := len(c.newSession) > 0
 	if sessions {
 		b.Queue(insertSessionsSQL, c.newSession, c.created)
 	}
-	b.Queue(insertEventsSQL, pgChannel, renamedKind,
+	b.Queue(events, pgChannel, renamedKind,
 		c.session, c.seq, c.time, c.actor, c.kind, c.message, c.msgKind, c.msgFrom,
 		c.raw, c.keyRun, c.keyCall, c.run, c.notice, c.prediction, guard)
 	br := s.pool.SendBatch(ctx, b)
@@ -446,15 +485,7 @@ func (s *Store) commitBatch(ctx context.Context, guard pgtype.Timestamptz, batch
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return nil, pastDeadline(err)
-	}
-	taken = make([]bool, len(batch))
-	for i, q := range batch {
-		_, ok := c.stored[q.row.Session]
-		taken[i] = !ok
-	}
-	return taken, nil
+	return err
 }
 
 // commitOne stores one record as commitBatch does, in one statement

@@ -347,7 +347,7 @@ func TestPostgresFrozenPastDeadlineStoresNothing(t *testing.T) {
 }
 
 // appendStatements are the statements an append runs.
-var appendStatements = []string{insertSessionsSQL, insertEventsSQL, insertOneSQL}
+var appendStatements = []string{insertSessionsSQL, insertEventsSQL, insertEventsTakenSQL, insertOneSQL}
 
 // TestPostgresRefusesWithinMargin: an append that reaches the database
 // less than commitMargin before its deadline is refused by the database
@@ -404,5 +404,97 @@ func TestPostgresLoneFirstRename(t *testing.T) {
 	infos, err := s.Sessions(ctx)
 	if err != nil || len(infos) != 1 || infos[0].Name != r.Event.Name {
 		t.Fatalf("sessions %+v (%v), want one named %q", infos, err, r.Event.Name)
+	}
+}
+
+// TestPostgresBatchRetriesTakenSeq: a batch whose plain insert fails on a
+// seq another replica stored runs again without it, in the same call:
+// the others are stored (a first record with its session, a rename with
+// its name), taken[i] marks the taken one, nothing else is reported, and
+// each stored record is heard once (the failed try notified nobody).
+func TestPostgresBatchRetriesTakenSeq(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Database(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	r, x := storetest.Sample("r"), storetest.Sample("x")
+	for _, rec := range append(x[:2], r[:6]...) {
+		if err := b.Append(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	heard := make(chan string, 16)
+	ready := make(chan struct{})
+	listened := make(chan error, 1)
+	go func() {
+		listened <- a.Listen(ctx, 2*time.Second, func() { close(ready) }, func(id string, seq uint64) { heard <- fmt.Sprint(id, " ", seq) })
+	}()
+	select {
+	case <-ready:
+	case err := <-listened:
+		t.Fatalf("Listen returned before ready: %v", err)
+	}
+
+	// In the order of their sessions, as commit sorts them.
+	var batch []*appendReq
+	for _, rec := range []store.Record{storetest.Sample("n")[0], r[6], x[1]} {
+		w, err := store.Encode(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		batch = append(batch, &appendReq{ctx: dctx, row: w, res: make(chan error, 1)})
+	}
+	bctx, guard, bcancel := batchContext(batch)
+	defer bcancel()
+	taken, err := a.commitBatch(bctx, guard, batch)
+	if err != nil {
+		t.Fatalf("a batch with a taken seq: %v, want it stored but for that seq", err)
+	}
+	if want := []bool{false, false, true}; !reflect.DeepEqual(taken, want) {
+		t.Fatalf("taken %v, want %v", taken, want)
+	}
+
+	marker := storetest.Sample("marker")[0]
+	if err := b.Append(ctx, marker); err != nil {
+		t.Fatal(err)
+	}
+	var h []string
+	for len(h) == 0 || h[len(h)-1] != "marker 1" {
+		select {
+		case x := <-heard:
+			h = append(h, x)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("heard only %q", h)
+		}
+	}
+	if want := []string{"n 1", "r 7", "marker 1"}; !reflect.DeepEqual(h, want) {
+		t.Fatalf("heard %q, want %q", h, want)
+	}
+	for id, want := range map[string][]store.Record{"n": storetest.Sample("n")[:1], "r": r[:7], "x": x[:2]} {
+		if got, err := a.Events(ctx, id); err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("session %s reads back %v %+v, want %+v", id, err, got, want)
+		}
+	}
+	sessions, err := a.Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sessions {
+		if want := map[string]string{"r": r[6].Event.Name}[s.ID]; s.Name != want {
+			t.Fatalf("session %s named %q, want %q", s.ID, s.Name, want)
+		}
 	}
 }
