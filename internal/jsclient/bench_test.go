@@ -199,3 +199,21 @@ func BenchmarkCPUNow(b *testing.B) {
 		cpuNow()
 	}
 }
+
+// The whole check in a sandbox reused from check to check (Pool), as the
+// server runs it.
+func BenchmarkCheckPooled(b *testing.B) {
+	src := read(b, "ToolCall.res.js")
+	p := NewPool(1)
+	defer p.Close()
+	for b.Loop() {
+		_, s, err := p.Load(context.Background(), src, Budget{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r, err := s.Check(context.Background(), 7, nil); err != nil || r.Status != model.CodePassed {
+			b.Fatalf("%+v %v", r, err)
+		}
+		s.Close()
+	}
+}
