@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"encoding/binary"
-	"slices"
 
 	"github.com/jackc/pgx/v5/pgtype"
 )
@@ -37,7 +36,14 @@ const (
 // arrayHeader appends the header of a one-dimensional array of n elements
 // of type elem, grown for size bytes of elements (their lengths included).
 func arrayHeader(buf []byte, elem uint32, n, size int) []byte {
-	buf = slices.Grow(buf, 20+size)
+	if need := len(buf) + 20 + size; need > cap(buf) {
+		// Twice what this array needs: pgx builds all of a statement's
+		// parameters in one buffer, which it shrinks after each statement,
+		// so each batch grows it anew, column after column.
+		grown := make([]byte, len(buf), 2*need)
+		copy(grown, buf)
+		buf = grown
+	}
 	buf = binary.BigEndian.AppendUint32(buf, 1) // dimensions
 	buf = binary.BigEndian.AppendUint32(buf, 0) // no NULLs
 	buf = binary.BigEndian.AppendUint32(buf, elem)
