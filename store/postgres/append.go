@@ -287,14 +287,16 @@ func pastDeadline(err error) error {
 }
 
 // columns are a batch's rows as one array per column, the parameters of
-// insertEventsSQL; the leader reuses them from batch to batch.
+// insertEventsSQL; the leader reuses them from batch to batch. Each is a
+// column type of columns.go, which pgx has encode itself.
 type columns struct {
-	session                                   []string
-	seq, time, message                        []int64
-	actor, kind, msgKind, msgFrom, prediction []string
-	raw, keyRun, keyCall, run, notice         [][]byte
-	newSession                                []string
-	created                                   []int64
+	session                                   textColumn
+	seq, time, message                        int8Column
+	actor, kind, msgKind, msgFrom, prediction textColumn
+	raw                                       byteaColumn
+	keyRun, keyCall, run, notice              byteaText
+	newSession                                textColumn
+	created                                   int8Column
 	stored                                    map[string]struct{}
 }
 
@@ -424,10 +426,10 @@ func (s *Store) commitBatch(ctx context.Context, guard pgtype.Timestamptz, batch
 		c.msgKind = append(c.msgKind, w.MsgKind)
 		c.msgFrom = append(c.msgFrom, w.MsgFrom)
 		c.raw = append(c.raw, w.Raw)
-		c.keyRun = append(c.keyRun, text(w.KeyRun))
-		c.keyCall = append(c.keyCall, text(w.KeyCall))
-		c.run = append(c.run, text(w.Run))
-		c.notice = append(c.notice, text(w.Notice))
+		c.keyRun = append(c.keyRun, w.KeyRun)
+		c.keyCall = append(c.keyCall, w.KeyCall)
+		c.run = append(c.run, w.Run)
+		c.notice = append(c.notice, w.Notice)
 		c.prediction = append(c.prediction, w.Prediction)
 		if w.Seq == 1 {
 			c.newSession = append(c.newSession, w.Session)

@@ -122,6 +122,10 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		// a round trip. The URL's pool_max_conns wins.
 		cfg.MaxConns = defaultPoolConns
 	}
+	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
+		registerColumns(conn.TypeMap()) // the batch's arrays (columns.go)
+		return nil
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", name, err)
