@@ -136,6 +136,9 @@ func TestBrowserAccessibilityEveryPage(t *testing.T) {
 		`{"name":"an old deadline","frames":[{"type":"queueDeadline"},{"type":"start"},{"type":"deliver","message":1}],"class":"`+cl.ID+`"}`); status != 200 {
 		t.Fatalf("a case for the class: %d %s", status, body)
 	}
+	// Ada's failure reaches the watching console after her page shows it
+	// (and, with ReScript, after her refused build hid it for a while).
+	waitJS(p, "Ada's failure in the console", `!document.getElementById("keep-box").hidden`)
 	p.do("keep Ada's failure: the name asked", chromedp.Click(chromedp.ID("keep-open")))
 	widths(p, "class console with the case tools and the list of cases", `document.querySelectorAll("#case-list > li").length === 1 && !document.getElementById("keep-form").hidden && !document.getElementById("use-case-box").hidden`, 360, 1280)
 	p.do("remove: the question", chromedp.Click(chromedp.CSS(`#case-list > li button.case-remove`)))
