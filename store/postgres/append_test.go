@@ -44,19 +44,9 @@ func commitNow(a *Store, recs ...store.Record) []error {
 // session, and each stored record is heard once.
 func TestPostgresBatchFailsOnlyItsBadRecords(t *testing.T) {
 	t.Parallel()
-	url := pgtest.Database(t)
+	a, b := openPair(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a, err := Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
 	r := storetest.Sample("r")
 	for _, rec := range append(append(storetest.Sample("x")[:2], r[:6]...), storetest.Sample("y")[0], storetest.Sample("gone")[0]) {
 		if err := b.Append(ctx, rec); err != nil {
@@ -67,17 +57,7 @@ func TestPostgresBatchFailsOnlyItsBadRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	heard := make(chan string, 16)
-	ready := make(chan struct{})
-	listened := make(chan error, 1)
-	go func() {
-		listened <- a.Listen(ctx, 2*time.Second, func() { close(ready) }, func(id string, seq uint64) { heard <- fmt.Sprint(id, " ", seq) })
-	}()
-	select {
-	case <-ready:
-	case err := <-listened:
-		t.Fatalf("Listen returned before ready: %v", err)
-	}
+	heard, _ := listen(t, ctx, a, 16)
 
 	// Without the deleted session the batch commits at once; with it, it
 	// fails on the foreign key and each record is committed alone.
@@ -229,10 +209,7 @@ func TestPostgresBigBatchIsHeard(t *testing.T) {
 	s := openPG(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	heard := make(chan string, maxBatch)
-	ready := make(chan struct{})
-	go s.Listen(ctx, 2*time.Second, func() { close(ready) }, func(id string, seq uint64) { heard <- fmt.Sprint(id, " ", seq) })
-	<-ready
+	heard, _ := listen(t, ctx, s, maxBatch)
 	var recs []store.Record
 	want := map[string]bool{}
 	for i := range maxBatch {
@@ -414,19 +391,9 @@ func TestPostgresLoneFirstRename(t *testing.T) {
 // each stored record is heard once (the failed try notified nobody).
 func TestPostgresBatchRetriesTakenSeq(t *testing.T) {
 	t.Parallel()
-	url := pgtest.Database(t)
+	a, b := openPair(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a, err := Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
 	r, x := storetest.Sample("r"), storetest.Sample("x")
 	for _, rec := range append(x[:2], r[:6]...) {
 		if err := b.Append(ctx, rec); err != nil {
@@ -434,17 +401,7 @@ func TestPostgresBatchRetriesTakenSeq(t *testing.T) {
 		}
 	}
 
-	heard := make(chan string, 16)
-	ready := make(chan struct{})
-	listened := make(chan error, 1)
-	go func() {
-		listened <- a.Listen(ctx, 2*time.Second, func() { close(ready) }, func(id string, seq uint64) { heard <- fmt.Sprint(id, " ", seq) })
-	}()
-	select {
-	case <-ready:
-	case err := <-listened:
-		t.Fatalf("Listen returned before ready: %v", err)
-	}
+	heard, _ := listen(t, ctx, a, 16)
 
 	// In the order of their sessions, as commit sorts them.
 	var batch []*appendReq

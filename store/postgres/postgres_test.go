@@ -34,6 +34,40 @@ func openPG(t testing.TB) *Store {
 	return s
 }
 
+// openPair opens two stores on one new database, as two replicas would.
+func openPair(t testing.TB) (a, b *Store) {
+	t.Helper()
+	url := pgtest.Database(t)
+	for _, s := range []**Store{&a, &b} {
+		st, err := Open(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		*s = st
+	}
+	return a, b
+}
+
+// listen has s listen until ctx ends and returns once it hears: heard
+// gets "<session> <seq>" for each notification (buffered, n), listened
+// what Listen returned.
+func listen(t testing.TB, ctx context.Context, s *Store, n int) (heard chan string, listened <-chan error) {
+	t.Helper()
+	heard = make(chan string, n)
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Listen(ctx, 2*time.Second, func() { close(ready) }, func(id string, seq uint64) { heard <- fmt.Sprint(id, " ", seq) })
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("Listen returned before ready: %v", err)
+	}
+	return heard, done
+}
+
 // TestPostgresReopensAndRefusesNewer: a second open (another replica, a
 // restart) finds the data and migrates nothing; a schema from a newer
 // release stops the lab with an error that says so.
@@ -79,29 +113,10 @@ func TestPostgresReopensAndRefusesNewer(t *testing.T) {
 // new first one.
 func TestPostgresListen(t *testing.T) {
 	t.Parallel()
-	url := pgtest.Database(t)
+	a, b := openPair(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	heard := make(chan string, 16)
-	ready := make(chan struct{})
-	listened := make(chan error, 1)
-	go func() {
-		listened <- a.Listen(ctx, 2*time.Second, func() { close(ready) }, func(id string, seq uint64) { heard <- fmt.Sprint(id, " ", seq) })
-	}()
-	select {
-	case <-ready:
-	case err := <-listened:
-		t.Fatalf("Listen returned before ready: %v", err)
-	}
+	defer cancel()
+	heard, listened := listen(t, ctx, a, 16)
 	recs := storetest.Sample("s")
 	for i, st := range []store.Store{a, b, a} {
 		if err := st.Append(ctx, recs[i]); err != nil {
