@@ -51,38 +51,23 @@ func arrayHeader(buf []byte, elem uint32, n, size int) []byte {
 	return binary.BigEndian.AppendUint32(buf, 1) // lower bound
 }
 
-func (c textColumn) appendArray(buf []byte) []byte { return c.appendElems(buf, textOID) }
+func (c textColumn) appendArray(buf []byte) []byte  { return appendBytes(buf, textOID, c) }
+func (c byteaColumn) appendArray(buf []byte) []byte { return appendBytes(buf, byteaOID, c) }
+func (c byteaText) appendArray(buf []byte) []byte   { return appendBytes(buf, byteaOID, c) }
 
-// appendElems writes c as an array of elem, text or bytea: either's binary
+// appendBytes writes c as an array of elem, text or bytea: either's binary
 // form is its bytes.
-func (c textColumn) appendElems(buf []byte, elem uint32) []byte {
+func appendBytes[E ~string | ~[]byte](buf []byte, elem uint32, c []E) []byte {
 	size := 4 * len(c)
-	for _, s := range c {
-		size += len(s)
+	for _, e := range c {
+		size += len(e)
 	}
 	buf = arrayHeader(buf, elem, len(c), size)
-	for _, s := range c {
-		buf = binary.BigEndian.AppendUint32(buf, uint32(len(s)))
-		buf = append(buf, s...)
+	for _, e := range c {
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(e)))
+		buf = append(buf, e...)
 	}
 	return buf
-}
-
-func (c byteaColumn) appendArray(buf []byte) []byte {
-	size := 4 * len(c)
-	for _, b := range c {
-		size += len(b)
-	}
-	buf = arrayHeader(buf, byteaOID, len(c), size)
-	for _, b := range c {
-		buf = binary.BigEndian.AppendUint32(buf, uint32(len(b)))
-		buf = append(buf, b...)
-	}
-	return buf
-}
-
-func (c byteaText) appendArray(buf []byte) []byte {
-	return textColumn(c).appendElems(buf, byteaOID)
 }
 
 func (c int8Column) appendArray(buf []byte) []byte {
