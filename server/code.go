@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -278,12 +279,17 @@ func (s *session) codeOf() (*codeRow, *model.Failure) {
 //     session resubmitting never goes ahead of one that queued while it
 //     was checked, nor takes a second worker;
 //   - a running check whose input a newer one replaced is cancelled (its
-//     result would be shown to no one), freeing its worker.
+//     result would be shown to no one), freeing its worker;
+//   - a second check runs beside the first only while the class is quiet
+//     (no change for classQuiet, activity): checks below the class in
+//     priority (SCHED_IDLE) were measured not to be enough, a class's
+//     changes being slower whenever both cores are busy at all.
 //
-// Ownership: mu guards queue, waiting, running, done, workers and stopped.
-// A worker goroutine is started by enqueue while fewer than k.workers run
-// and the queue holds a session none of them has taken; each exits when
-// the queue is empty or stop is called. stop (Shutdown, Restart) cancels
+// Ownership: mu guards queue, waiting, running, done, workers and stopped;
+// class is atomic, marked by every session's submit. A worker goroutine is
+// started by enqueue while fewer than k.workers run and the queue holds a
+// session none of them has taken; each exits when the queue is empty or
+// stop is called (a worker waiting for the class to be quiet wakes for it). stop (Shutdown, Restart) cancels
 // the checks under way, waits for every worker and ends the pool's idle
 // sandboxes (jsclient.Pool: one per worker, reused from check to check).
 type checker struct {
@@ -298,6 +304,8 @@ type checker struct {
 	pool     *jsclient.Pool     // sandboxes to load the next check into
 	ran      prometheus.Counter // checks run in a sandbox
 	kept     prometheus.Counter // checks answered from done
+	under    prometheus.Gauge   // len(running)
+	class    activity           // when the class last made a change
 
 	mu      sync.Mutex
 	queue   []*session                   // sessions in line, each once, none running
@@ -337,6 +345,41 @@ func (k *checker) keep(key [32]byte, out checkOutcome) {
 	k.doneOld = append(k.doneOld, key)
 }
 
+// classQuiet is how long the class must have made no change (a command
+// from a tab or the instructor; a submission is not one) before a second
+// check runs beside the first. A class clicking through the lesson makes a
+// change every few milliseconds; one that has pressed Check waits.
+const classQuiet = 250 * time.Millisecond
+
+// activity is when the class last made a change: nanoseconds since base,
+// on the monotonic clock. Every session's submit writes it, the checker's
+// workers read it; an atomic, no lock.
+type activity struct {
+	base time.Time
+	last atomic.Int64
+}
+
+// start makes a quiet since long before now.
+func (a *activity) start() {
+	a.base = time.Now()
+	a.last.Store(-int64(time.Hour))
+}
+
+// mark records a change now. Changes come from every session at once: a
+// write a millisecond at most keeps the line from bouncing between cores.
+func (a *activity) mark() {
+	now := int64(time.Since(a.base))
+	if now-a.last.Load() >= int64(time.Millisecond) {
+		a.last.Store(now)
+	}
+}
+
+// quietIn is how long until the class will have made no change for d: 0
+// when it has not.
+func (a *activity) quietIn(d time.Duration) time.Duration {
+	return max(0, d-(time.Since(a.base)-time.Duration(a.last.Load())))
+}
+
 // runningCheck is a check under way: its input, and how to cancel it.
 type runningCheck struct {
 	in     model.CodeInput
@@ -345,12 +388,15 @@ type runningCheck struct {
 
 func newChecker(log *slog.Logger, workers int, rescript Compiler, m *metrics) *checker {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &checker{
-		ran: m.codeChecks.WithLabelValues("ran"), kept: m.codeChecks.WithLabelValues("kept"), pool: jsclient.NewPool(max(workers, 1)),
+	k := &checker{
+		ran: m.codeChecks.WithLabelValues("ran"), kept: m.codeChecks.WithLabelValues("kept"), under: m.codeRunning,
+		pool:   jsclient.NewPool(max(workers, 1)),
 		budget: jsclient.DefaultBudget(), deadline: codeCheckDeadline, log: log, max: max(workers, 1), rescript: rescript,
 		ctx: ctx, cancel: cancel, waiting: make(map[*session]model.CodeInput), running: make(map[*session]*runningCheck),
 		earlier: make(map[*session][]string), done: make(map[[32]byte]checkOutcome),
 	}
+	k.class.start()
+	return k
 }
 
 // remember keeps s's earlier ReScript sources for its next check (the
@@ -423,6 +469,13 @@ func (k *checker) work() {
 			k.mu.Unlock()
 			return
 		}
+		if len(k.running) > 0 {
+			if wait := k.class.quietIn(classQuiet); wait > 0 {
+				k.mu.Unlock()
+				k.sleep(wait)
+				continue
+			}
+		}
 		s := k.queue[0]
 		k.queue[0] = nil
 		k.queue = k.queue[1:]
@@ -431,6 +484,7 @@ func (k *checker) work() {
 		delete(k.earlier, s)
 		ctx, cancel := context.WithCancel(k.ctx)
 		k.running[s] = &runningCheck{in: in, cancel: cancel}
+		k.under.Set(float64(len(k.running)))
 		k.spawn() // more in line: another worker, if one is free
 		key := in.Key()
 		out, hit := k.done[key]
@@ -456,6 +510,7 @@ func (k *checker) work() {
 			k.keep(key, own)
 		}
 		delete(k.running, s)
+		k.under.Set(float64(len(k.running)))
 		if _, ok := k.waiting[s]; ok && !k.stopped {
 			k.queue = append(k.queue, s) // what it sent while checked: at the back
 		}
@@ -476,6 +531,16 @@ func (k *checker) work() {
 			continue
 		}
 		s.codeChecked(in, out)
+	}
+}
+
+// sleep waits d, or until the checker stops.
+func (k *checker) sleep(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-k.ctx.Done():
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/toolcall-lab/lab/internal/jsclient"
 	"github.com/toolcall-lab/lab/model"
 	"github.com/toolcall-lab/lab/server"
@@ -448,6 +450,82 @@ func TestCodeFairQueue(t *testing.T) {
 	if first.who != "B" || first.status != "passed" || second.status != "error" {
 		t.Fatalf("results in the order %s (%s), %s (%s): want B's first check before A's resubmission", first.who, first.status, second.who, second.status)
 	}
+}
+
+// TestChecksLeaveACoreToTheClass: while the class makes changes the
+// checker runs one check at a time, leaving the other core to the class;
+// once the class is quiet it runs as many as it has workers.
+func TestChecksLeaveACoreToTheClass(t *testing.T) {
+	t.Parallel()
+	lab, ts := runLab(t, server.Config{CodeWorkers: 2})
+	slow := testdata(t, "slow.js") // each check takes its whole 2 s budget
+	a, _ := dial(t, ts, newID())
+	b, _ := dial(t, ts, newID())
+	// peak is the most checks seen running at once within d.
+	peak := func(d time.Duration) float64 {
+		most := 0.0
+		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			most = max(most, metricValue(t, lab, "lab_code_checks_running"))
+		}
+		return most
+	}
+
+	// A third student clicks through the lesson, a change every 100 ms.
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	ws, _, err := websocket.Dial(ctx, wsURL(ts, newID()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	go func() { // its state frames, unread
+		for {
+			if _, _, err := ws.Read(ctx); err != nil {
+				return
+			}
+		}
+	}()
+	clicked := make(chan error, 1)
+	go func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if err := ws.Write(ctx, websocket.MessageText, []byte(`{"type":"start"}`)); err != nil {
+				if ctx.Err() != nil {
+					err = nil // stopped mid-write
+				}
+				clicked <- err
+				return
+			}
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				clicked <- nil
+				return
+			}
+		}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	a.send(submitFrame(slow + "\n// a, busy class\n"))
+	b.send(submitFrame(slow + "\n// b, busy class\n"))
+	if got := peak(1500 * time.Millisecond); got != 1 {
+		t.Errorf("while the class makes changes, %v checks ran at once at most, want 1", got)
+	}
+	stop()
+	if err := <-clicked; err != nil {
+		t.Fatalf("the clicking student: %v", err)
+	}
+	a.checked(1)
+	b.checked(1)
+
+	time.Sleep(400 * time.Millisecond) // quiet for longer than the checker waits
+	a.send(submitFrame(slow + "\n// a, quiet class\n"))
+	b.send(submitFrame(slow + "\n// b, quiet class\n"))
+	if got := peak(1500 * time.Millisecond); got != 2 {
+		t.Errorf("with the class quiet, %v checks ran at once at most, want 2 (the workers)", got)
+	}
+	a.checked(2)
+	b.checked(2)
 }
 
 // TestAClassSharesOneCheck: the sessions of a class that submit one module

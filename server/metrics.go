@@ -27,6 +27,7 @@ type metrics struct {
 	seqConflicts   prometheus.Counter
 	replicaEvents  prometheus.Counter
 	codeChecks     *prometheus.CounterVec // by how: ran, kept
+	codeRunning    prometheus.Gauge
 
 	// The counters of every known frame type and delivery notice, resolved
 	// once: looking a label up on every frame cost 1.4 % of the server's
@@ -94,6 +95,9 @@ func newMetrics(sessions func() float64) *metrics {
 		codeChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lab_code_checks_total", Help: "Code checks ended, by how: ran (in a sandbox) or kept (the outcome of an earlier check of the same program and cases, reused).",
 		}, []string{"how"}),
+		codeRunning: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "lab_code_checks_running", Help: "Code checks under way: more than one only while the class makes no changes (the checker leaves it a core).",
+		}),
 		replicaEvents: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "lab_replica_events_total", Help: "Changes decided by another replica, read from the log and applied here.",
 		}),
@@ -110,7 +114,7 @@ func newMetrics(sessions func() float64) *metrics {
 	}
 	m.registry.MustRegister(
 		m.connections, m.framesIn, m.framesOut, m.refused, m.deliveries, m.injections,
-		m.appendLatency, m.slowCloses, m.connectRefused, m.seqConflicts, m.replicaEvents, m.codeChecks,
+		m.appendLatency, m.slowCloses, m.connectRefused, m.seqConflicts, m.replicaEvents, m.codeChecks, m.codeRunning,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "lab_sessions", Help: "Sessions the server holds.",
 		}, sessions),

@@ -331,7 +331,7 @@ func (s *Server) getOrCreate(id string) (*session, error) {
 	sess.unreserve = s.unreserve
 	sess.renameMember = s.renameMember
 	sess.stale = s.markStale
-	sess.check, sess.earlier, sess.allowCode = s.checker.enqueue, s.checker.remember, s.addrs.AllowCode
+	sess.check, sess.earlier, sess.allowCode, sess.changing = s.checker.enqueue, s.checker.remember, s.addrs.AllowCode, s.checker.class.mark
 	s.sessions[id] = sess
 	return sess, nil
 }
@@ -344,7 +344,7 @@ func (s *Server) holdStored(sess *session) {
 	sess.reserve, sess.unreserve = s.reserve, s.unreserve
 	sess.renameMember = s.renameMember
 	sess.stale = s.markStale
-	sess.check, sess.earlier, sess.allowCode = s.checker.enqueue, s.checker.remember, s.addrs.AllowCode
+	sess.check, sess.earlier, sess.allowCode, sess.changing = s.checker.enqueue, s.checker.remember, s.addrs.AllowCode, s.checker.class.mark
 	s.stored++
 	s.sessions[sess.id] = sess
 	if sess.code.in.Submissions > 0 && sess.code.result == nil {

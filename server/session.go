@@ -90,10 +90,13 @@ type session struct {
 
 	// check asks the Server's checker for a check of the session's code
 	// (code.go), earlier hands it earlier ReScript sources for their
-	// tasks; allowCode spends a client address's allowance of checks.
+	// tasks; allowCode spends a client address's allowance of checks;
+	// changing tells the checker that the class is making changes
+	// (activity.mark), which keeps a core free of checks.
 	check     func(s *session, in model.CodeInput)
 	earlier   func(s *session, sources []string)
 	allowCode func(addr string) bool
+	changing  func()
 	rescript  bool // the lab has a ReScript compiler
 	// codeFailure is the failing trace the last frame shows, and codeIn
 	// the input it is of (both guarded by mu).
@@ -163,7 +166,7 @@ func newSession(id string, cfg *Config, m *metrics, frames *sharedframe.Pool, ch
 		renameMember: func(string, string) error { return nil },
 		stale:        func(string) {},
 		check:        func(*session, model.CodeInput) {}, allowCode: func(string) bool { return true },
-		earlier:      func(*session, []string) {},
+		earlier: func(*session, []string) {}, changing: func() {},
 		rescript:     cfg.ReScript != nil,
 		stuckAfter:   cfg.StuckAfter,
 		storeTimeout: orDefault(cfg.StoreTimeout, defaultStoreTimeout),
@@ -271,6 +274,9 @@ func (s *session) recentChanges() ([]timelineEntry, error) {
 func (s *session) submit(p pending) {
 	if p.control == noControl {
 		p.deadline = time.Now().Add(s.storeTimeout)
+		if p.cmd.Kind != model.SubmitCode {
+			s.changing()
+		}
 	}
 	s.mu.Lock()
 	if s.gone {
