@@ -289,9 +289,10 @@ func (s *session) codeOf() (*codeRow, *model.Failure) {
 // class is atomic, marked by every session's submit. A worker goroutine is
 // started by enqueue while fewer than k.workers run and the queue holds a
 // session none of them has taken; each exits when the queue is empty or
-// stop is called (a worker waiting for the class to be quiet wakes for it). stop (Shutdown, Restart) cancels
-// the checks under way, waits for every worker and ends the pool's idle
-// sandboxes (jsclient.Pool: one per worker, reused from check to check).
+// stop is called (one waiting for the class to be quiet wakes for it).
+// stop (Shutdown, Restart) cancels the checks under way, waits for every
+// worker and ends the pool's idle sandboxes (jsclient.Pool: one per
+// worker, reused from check to check).
 type checker struct {
 	budget   jsclient.Budget
 	deadline time.Duration
@@ -375,7 +376,7 @@ func (a *activity) mark() {
 }
 
 // quietIn is how long until the class will have made no change for d: 0
-// when it has not.
+// once it has.
 func (a *activity) quietIn(d time.Duration) time.Duration {
 	return max(0, d-(time.Since(a.base)-time.Duration(a.last.Load())))
 }
@@ -469,25 +470,26 @@ func (k *checker) work() {
 			k.mu.Unlock()
 			return
 		}
-		if len(k.running) > 0 {
+		s := k.queue[0]
+		in, earlier := k.waiting[s], k.earlier[s]
+		key := in.Key()
+		out, hit := k.done[key]
+		if !hit && len(k.running) > 0 {
+			// A kept outcome takes no core; a check waits for its own.
 			if wait := k.class.quietIn(classQuiet); wait > 0 {
 				k.mu.Unlock()
 				k.sleep(wait)
 				continue
 			}
 		}
-		s := k.queue[0]
 		k.queue[0] = nil
 		k.queue = k.queue[1:]
-		in, earlier := k.waiting[s], k.earlier[s]
 		delete(k.waiting, s)
 		delete(k.earlier, s)
 		ctx, cancel := context.WithCancel(k.ctx)
 		k.running[s] = &runningCheck{in: in, cancel: cancel}
 		k.under.Set(float64(len(k.running)))
 		k.spawn() // more in line: another worker, if one is free
-		key := in.Key()
-		out, hit := k.done[key]
 		k.mu.Unlock()
 
 		if hit {

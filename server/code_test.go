@@ -454,43 +454,55 @@ func TestCodeFairQueue(t *testing.T) {
 
 // TestChecksLeaveACoreToTheClass: while the class makes changes the
 // checker runs one check at a time, leaving the other core to the class;
-// once the class is quiet it runs as many as it has workers.
+// once the class is quiet it runs as many as it has workers. A kept
+// outcome needs no core and never waits for one.
 func TestChecksLeaveACoreToTheClass(t *testing.T) {
 	t.Parallel()
 	lab, ts := runLab(t, server.Config{CodeWorkers: 2})
 	slow := testdata(t, "slow.js") // each check takes its whole 2 s budget
+	right := testdata(t, "ToolCall.res.js")
 	a, _ := dial(t, ts, newID())
 	b, _ := dial(t, ts, newID())
-	// peak is the most checks seen running at once within d.
-	peak := func(d time.Duration) float64 {
+	c, _ := dial(t, ts, newID())
+	d, _ := dial(t, ts, newID())
+	if code := c.submit(right, 1); code.Status != "passed" { // its outcome kept
+		t.Fatalf("the lesson's module: %s", code.raw)
+	}
+	// peak is the most checks seen running at once within span.
+	peak := func(span time.Duration) float64 {
 		most := 0.0
-		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		for end := time.Now().Add(span); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 			most = max(most, metricValue(t, lab, "lab_code_checks_running"))
 		}
 		return most
 	}
 
-	// A third student clicks through the lesson, a change every 100 ms.
+	// Three more students click through the lesson, a change every 30 ms
+	// among them (each under its connection's frame rate).
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	ws, _, err := websocket.Dial(ctx, wsURL(ts, newID()), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.CloseNow()
-	go func() { // its state frames, unread
-		for {
-			if _, _, err := ws.Read(ctx); err != nil {
-				return
-			}
+	var tabs []*websocket.Conn
+	for range 3 {
+		ws, _, err := websocket.Dial(ctx, wsURL(ts, newID()), nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}()
+		defer ws.CloseNow()
+		go func() { // its state frames, unread
+			for {
+				if _, _, err := ws.Read(ctx); err != nil {
+					return
+				}
+			}
+		}()
+		tabs = append(tabs, ws)
+	}
 	clicked := make(chan error, 1)
 	go func() {
-		tick := time.NewTicker(100 * time.Millisecond)
+		tick := time.NewTicker(30 * time.Millisecond)
 		defer tick.Stop()
-		for {
-			if err := ws.Write(ctx, websocket.MessageText, []byte(`{"type":"start"}`)); err != nil {
+		for i := 0; ; i++ {
+			if err := tabs[i%len(tabs)].Write(ctx, websocket.MessageText, []byte(`{"type":"start"}`)); err != nil {
 				if ctx.Err() != nil {
 					err = nil // stopped mid-write
 				}
@@ -507,6 +519,15 @@ func TestChecksLeaveACoreToTheClass(t *testing.T) {
 	}()
 	time.Sleep(300 * time.Millisecond)
 	a.send(submitFrame(slow + "\n// a, busy class\n"))
+	time.Sleep(100 * time.Millisecond) // the first worker takes it
+	// A module whose outcome is kept takes no core: it does not wait.
+	asked := time.Now()
+	if code := d.submit(right, 1); code.Status != "passed" {
+		t.Fatalf("the lesson's module, checked before: %s", code.raw)
+	}
+	if took := time.Since(asked); took > time.Second {
+		t.Errorf("a kept outcome took %v while another check ran, want it at once", took)
+	}
 	b.send(submitFrame(slow + "\n// b, busy class\n"))
 	if got := peak(1500 * time.Millisecond); got != 1 {
 		t.Errorf("while the class makes changes, %v checks ran at once at most, want 1", got)
