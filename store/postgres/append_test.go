@@ -118,15 +118,7 @@ func TestPostgresBatchFailsOnlyItsBadRecords(t *testing.T) {
 	if got, _ := a.Events(ctx, "r"); !reflect.DeepEqual(got, r[:7]) {
 		t.Fatalf("session r reads back %+v, want %+v", got, r[:7])
 	}
-	sessions, err := a.Sessions(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range sessions {
-		if want := map[string]string{"r": r[6].Event.Name}[s.ID]; s.Name != want {
-			t.Fatalf("session %s named %q, want %q", s.ID, s.Name, want)
-		}
-	}
+	wantNames(t, a, map[string]string{"r": r[6].Event.Name})
 }
 
 // TestPostgresRacingAppends: two appenders on one store race for every seq
@@ -445,13 +437,20 @@ func TestPostgresBatchRetriesTakenSeq(t *testing.T) {
 			t.Fatalf("session %s reads back %v %+v, want %+v", id, err, got, want)
 		}
 	}
-	sessions, err := a.Sessions(ctx)
+	wantNames(t, a, map[string]string{"r": r[6].Event.Name})
+}
+
+// wantNames fails t unless every session of s is named as names says
+// (unnamed when it is not there).
+func wantNames(t *testing.T, s *Store, names map[string]string) {
+	t.Helper()
+	sessions, err := s.Sessions(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range sessions {
-		if want := map[string]string{"r": r[6].Event.Name}[s.ID]; s.Name != want {
-			t.Fatalf("session %s named %q, want %q", s.ID, s.Name, want)
+	for _, sess := range sessions {
+		if want := names[sess.ID]; sess.Name != want {
+			t.Fatalf("session %s named %q, want %q", sess.ID, sess.Name, want)
 		}
 	}
 }
