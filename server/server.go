@@ -327,13 +327,20 @@ func (s *Server) getOrCreate(id string) (*session, error) {
 		return nil, errTooManySessions
 	}
 	sess = newSession(id, &s.cfg, s.metrics, s.frames, s.overview.mark)
-	sess.reserve = s.reserve
-	sess.unreserve = s.unreserve
-	sess.renameMember = s.renameMember
-	sess.stale = s.markStale
-	sess.check, sess.earlier, sess.allowCode, sess.changing = s.checker.enqueue, s.checker.remember, s.addrs.AllowCode, s.checker.class.mark
+	s.hook(sess)
 	s.sessions[id] = sess
 	return sess, nil
+}
+
+// hook connects a session to the Server (its addresses' allowances, class
+// memberships, stale marks and code checker), in place of newSession's
+// stand-alone defaults.
+func (s *Server) hook(sess *session) {
+	sess.reserve, sess.unreserve = s.reserve, s.unreserve
+	sess.renameMember = s.renameMember
+	sess.stale = s.markStale
+	sess.check, sess.earlier, sess.allowCode = s.checker.enqueue, s.checker.remember, s.addrs.AllowCode
+	sess.changing = s.checker.class.mark
 }
 
 // holdStored adds a session read from the store (at Start, or made by
@@ -341,10 +348,7 @@ func (s *Server) getOrCreate(id string) (*session, error) {
 // not stored, so none is charged for them. Called with mu held.
 func (s *Server) holdStored(sess *session) {
 	sess.stored = true
-	sess.reserve, sess.unreserve = s.reserve, s.unreserve
-	sess.renameMember = s.renameMember
-	sess.stale = s.markStale
-	sess.check, sess.earlier, sess.allowCode, sess.changing = s.checker.enqueue, s.checker.remember, s.addrs.AllowCode, s.checker.class.mark
+	s.hook(sess)
 	s.stored++
 	s.sessions[sess.id] = sess
 	if sess.code.in.Submissions > 0 && sess.code.result == nil {
