@@ -359,7 +359,7 @@ func (s *Server) listCases(c echo.Context) error {
 // for the student's failure view: a step of their failure, or a branch
 // from one (the session's address is the grant, as for its failure). The
 // program runs in the sandbox under a check's caps and deadline, and each
-// play spends one of the client address's allowance of checks.
+// play spends one of its payer's allowance of plays (Server.payer).
 func (s *Server) playSides(c echo.Context) error {
 	id, err := sessionID(c)
 	if err != nil {
@@ -381,8 +381,8 @@ func (s *Server) playSides(c echo.Context) error {
 	if in.Submissions == 0 {
 		return errNoProgram
 	}
-	if !s.addrs.AllowCode(c.RealIP()) {
-		return fmt.Errorf("%w from your network", errCodeRate)
+	if err := s.allowPlay(id, c.RealIP()); err != nil {
+		return err
 	}
 	steps, err := s.checker.play(c.Request().Context(), in, t)
 	if err != nil {
@@ -463,6 +463,15 @@ func (k *checker) play(ctx context.Context, in model.CodeInput, t model.Trace) (
 	return steps, nil
 }
 
+// allowPlay spends one of the allowance of plays of session id's payer
+// (its class, or addr), or says when to try again.
+func (s *Server) allowPlay(id, addr string) error {
+	if ok, wait := s.addrs.AllowPlay(s.payer(id, addr)); !ok {
+		return fmt.Errorf("%w (plays of a step from your class or network): %s", errCodeRate, retryIn(wait))
+	}
+	return nil
+}
+
 // programError is a program that cannot be played: it does not compile
 // or load (the same words its check shows).
 func programError(msg string) error {
@@ -473,7 +482,7 @@ func programError(msg string) error {
 // student keeps a trace (a branch of their failure that tells their
 // program apart from the model) as a case of their own session only,
 // checked with every later submission as an instructor's case is. It
-// spends one of the client address's allowance of checks.
+// spends one of its payer's allowance of plays (Server.payer).
 func (s *Server) keepOwnCase(c echo.Context) error {
 	id, err := sessionID(c)
 	if err != nil {
@@ -507,8 +516,8 @@ func (s *Server) keepOwnCase(c echo.Context) error {
 	if !ok {
 		return fmt.Errorf("%w %s", errUnknownSession, id)
 	}
-	if !s.addrs.AllowCode(c.RealIP()) {
-		return fmt.Errorf("%w from your network", errCodeRate)
+	if err := s.allowPlay(id, c.RealIP()); err != nil {
+		return err
 	}
 	done := make(chan outcome, 1)
 	sess.submit(pending{cmd: model.Command{Kind: model.AddCase, By: model.Student, Case: &cs}, done: done})

@@ -502,7 +502,7 @@ func (s *Server) forget(ids []string) {
 			s.uncount(sess)
 		}
 		delete(s.sessions, id)
-		delete(s.classOf, id)
+		s.classOf.leave(id)
 	}
 	s.mu.Unlock()
 	s.overview.mark()
@@ -542,7 +542,7 @@ func (s *Server) idleOpenLabSessions() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for id, sess := range s.sessions {
-		if s.classOf[id] != "" || sess.admitted > 0 {
+		if s.classOf.of[id] != "" || sess.admitted > 0 {
 			continue
 		}
 		sess.mu.Lock()
@@ -587,7 +587,7 @@ func (s *Server) renameMember(id, name string) error {
 func (s *Server) classOfSession(id string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.classOf[id]
+	return s.classOf.of[id]
 }
 
 // sessionsIn returns the sessions the server holds in class ("" for the
@@ -596,7 +596,7 @@ func (s *Server) sessionsIn(class string) []*session {
 	s.mu.Lock()
 	var out []*session
 	for id, sess := range s.sessions {
-		if s.classOf[id] == class {
+		if s.classOf.of[id] == class {
 			out = append(out, sess)
 		}
 	}
@@ -618,7 +618,7 @@ func (s *Server) studentsIn(class string) int {
 	defer s.mu.Unlock()
 	n := 0
 	for id := range s.sessions {
-		if s.classOf[id] == class {
+		if s.classOf.of[id] == class {
 			n++
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolcall-lab/lab/internal/diagramsvg"
+	"github.com/toolcall-lab/lab/internal/fair"
 	"github.com/toolcall-lab/lab/internal/jsclient"
 	"github.com/toolcall-lab/lab/internal/limit"
 	"github.com/toolcall-lab/lab/internal/rescript"
@@ -51,6 +52,10 @@ type codeState struct {
 	// bucket is the session's allowance of submissions (codeSessionRate).
 	bucket limit.Bucket
 	made   bool // bucket is made
+	// group is the fair line's group the session's checks wait in: its
+	// payer's (Server.payer) at its last submission from a connection;
+	// "" for one read from the log (a restart, another replica).
+	group string
 }
 
 // set makes in the input shown, as being checked. A ReScript source it
@@ -177,9 +182,10 @@ func (c *codeState) failure() *model.Failure {
 	return c.result.Failure
 }
 
-// admitCode is the drainer's gate for a submission: the session's and the
-// client address's allowances; it sets the campaign's seed (the program's,
-// model.SeedFor), which the event then carries.
+// admitCode is the drainer's gate for a submission: the session's
+// allowance (no address's: the checker shares the cores out instead); it
+// sets the campaign's seed (the program's, model.SeedFor), which the event
+// then carries, and the group the check will wait in.
 func (s *session) admitCode(p *pending) error {
 	now := time.Now()
 	if !s.code.made {
@@ -188,11 +194,12 @@ func (s *session) admitCode(p *pending) error {
 	if p.cmd.Lang == model.ReScript && !s.rescript {
 		return errNoCompiler
 	}
-	if !s.code.bucket.Allow(now) {
-		return fmt.Errorf("%w: at most %d at once, then one every %v in a session", errCodeRate, codeSessionBurst, time.Duration(float64(time.Second)/codeSessionRate))
+	if wait := s.code.bucket.Wait(now); wait > 0 {
+		return fmt.Errorf("%w in this session (%d at once, then one a second): %s", errCodeRate, codeSessionBurst, retryIn(wait))
 	}
-	if p.from != nil && !s.allowCode(p.from.remote) {
-		return fmt.Errorf("%w from your network", errCodeRate)
+	s.code.bucket.Allow(now)
+	if p.from != nil {
+		s.code.group = s.group(s.id, p.from.remote)
 	}
 	p.cmd.Seed = model.SeedFor(p.cmd.Lang, p.cmd.Source)
 	return nil
@@ -215,7 +222,7 @@ func (s *session) codeChanged(ev model.Event) {
 		s.earlier(s, s.code.unseen)
 		s.code.unseen = nil
 	}
-	s.check(s, in)
+	s.check(s, s.code.group, in)
 }
 
 // codeChecked hands a finished check to the session, through its inbox,
@@ -267,17 +274,21 @@ func (s *session) codeOf() (*codeRow, *model.Failure) {
 }
 
 // checker runs the code checks of a Server's sessions, up to workers at
-// once (a sandbox each, one per core: Config.CodeWorkers), in the order
-// asked, fairly:
+// once (a sandbox each, one per core: Config.CodeWorkers), fairly: the
+// sessions wait in a fair line (internal/fair) whose groups are their
+// payers (Server.payer: a class, or a client address), served in turn, and
+// inside a group sessions take turns, so a flood from one address delays
+// another's check by about one check a competing group, and an address
+// alone gets every core:
 //
-//   - a session waits in the queue at most once: a newer input replaces the
-//     one it waits with, in its place, so the queue is bounded by the
+//   - a session waits in the line at most once: a newer input replaces
+//     the one it waits with, in its place, so the line is bounded by the
 //     sessions held;
 //   - a session has at most one check running, and while it runs the
 //     session is out of the line: an input it sends meanwhile waits aside
-//     and joins the back of the queue when the running check ends, so a
-//     session resubmitting never goes ahead of one that queued while it
-//     was checked, nor takes a second worker;
+//     and joins the back of its group's line when the running check ends,
+//     so a session resubmitting never goes ahead of one that queued while
+//     it was checked, nor takes a second worker;
 //   - a running check whose input a newer one replaced is cancelled (its
 //     result would be shown to no one), freeing its worker;
 //   - a second check runs beside the first only while the class is quiet
@@ -285,10 +296,10 @@ func (s *session) codeOf() (*codeRow, *model.Failure) {
 //     priority (SCHED_IDLE) were measured not to be enough, a class's
 //     changes being slower whenever both cores are busy at all.
 //
-// Ownership: mu guards queue, waiting, running, done, workers and stopped;
+// Ownership: mu guards line, running, earlier, done, workers and stopped;
 // class is atomic, marked by every session's submit. A worker goroutine is
-// started by enqueue while fewer than k.workers run and the queue holds a
-// session none of them has taken; each exits when the queue is empty or
+// started by enqueue while fewer than k.workers run and the line holds a
+// session none of them has taken; each exits when the line is empty or
 // stop is called (one waiting for the class to be quiet wakes for it).
 // stop (Shutdown, Restart) cancels the checks under way, waits for every
 // worker and ends the pool's idle sandboxes (jsclient.Pool: one per
@@ -306,11 +317,13 @@ type checker struct {
 	ran      prometheus.Counter // checks run in a sandbox
 	kept     prometheus.Counter // checks answered from done
 	under    prometheus.Gauge   // len(running)
+	waiting  prometheus.Gauge   // line.Len()
 	class    activity           // when the class last made a change
 
-	mu      sync.Mutex
-	queue   []*session                   // sessions in line, each once, none running
-	waiting map[*session]model.CodeInput // each queued or set-aside session's newest input
+	mu sync.Mutex
+	// line is the sessions waiting, each with its newest input, and
+	// those running (whose next input waits aside).
+	line *fair.Queue[*session, model.CodeInput]
 	// earlier are sessions' earlier ReScript sources to compile for their
 	// tasks only, with the session's next check (codeState.unseen).
 	earlier map[*session][]string
@@ -390,10 +403,10 @@ type runningCheck struct {
 func newChecker(log *slog.Logger, workers int, rescript Compiler, m *metrics) *checker {
 	ctx, cancel := context.WithCancel(context.Background())
 	k := &checker{
-		ran: m.codeChecks.WithLabelValues("ran"), kept: m.codeChecks.WithLabelValues("kept"), under: m.codeRunning,
+		ran: m.codeChecks.WithLabelValues("ran"), kept: m.codeChecks.WithLabelValues("kept"), under: m.codeRunning, waiting: m.codeWaiting,
 		pool:   jsclient.NewPool(max(workers, 1)),
 		budget: jsclient.DefaultBudget(), deadline: codeCheckDeadline, log: log, max: max(workers, 1), rescript: rescript,
-		ctx: ctx, cancel: cancel, waiting: make(map[*session]model.CodeInput), running: make(map[*session]*runningCheck),
+		ctx: ctx, cancel: cancel, line: fair.New[*session, model.CodeInput](), running: make(map[*session]*runningCheck),
 		earlier: make(map[*session][]string), done: make(map[[32]byte]checkOutcome),
 	}
 	k.class.start()
@@ -417,8 +430,9 @@ func (k *checker) keepEarlier(s *session, sources []string) {
 	k.earlier[s] = all[max(0, len(all)-maxUnseenSources):]
 }
 
-// enqueue asks for a check of s's input in; it never waits.
-func (k *checker) enqueue(s *session, in model.CodeInput) {
+// enqueue asks for a check of s's input in, waiting in group's turn (s's
+// payer's key; "" for an input read from the log); it never waits.
+func (k *checker) enqueue(s *session, group string, in model.CodeInput) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.stopped {
@@ -426,23 +440,21 @@ func (k *checker) enqueue(s *session, in model.CodeInput) {
 	}
 	if r, ok := k.running[s]; ok {
 		if r.in.Same(in) {
-			delete(k.waiting, s) // the check under way is of this input
+			k.line.Remove(s) // the check under way is of this input
 			return
 		}
 		r.cancel() // superseded: its result would be shown to no one
-		k.waiting[s] = in
-		return // set aside: it joins the queue when the running check ends
+		k.line.Put(group, s, in)
+		return // set aside: it joins the line when the running check ends
 	}
-	if _, ok := k.waiting[s]; !ok {
-		k.queue = append(k.queue, s)
-	}
-	k.waiting[s] = in
+	k.line.Put(group, s, in)
+	k.waiting.Set(float64(k.line.Len()))
 	k.spawn()
 }
 
 // spawn starts a worker if one is wanted; mu is held.
 func (k *checker) spawn() {
-	if k.workers < k.max && len(k.queue) > 0 {
+	if k.workers < k.max && k.line.Len() > 0 {
 		k.workers++
 		k.wg.Add(1)
 		go k.work()
@@ -454,7 +466,9 @@ func (k *checker) spawn() {
 func (k *checker) stop() {
 	k.mu.Lock()
 	k.stopped = true
-	k.queue, k.waiting, k.earlier = nil, map[*session]model.CodeInput{}, map[*session][]string{}
+	k.line.Stop()
+	k.earlier = map[*session][]string{}
+	k.waiting.Set(0)
 	k.mu.Unlock()
 	k.cancel()
 	k.wg.Wait()
@@ -465,13 +479,13 @@ func (k *checker) work() {
 	defer k.wg.Done()
 	for {
 		k.mu.Lock()
-		if k.stopped || len(k.queue) == 0 {
+		s, in, ok := k.line.Peek()
+		if k.stopped || !ok {
 			k.workers--
 			k.mu.Unlock()
 			return
 		}
-		s := k.queue[0]
-		in, earlier := k.waiting[s], k.earlier[s]
+		earlier := k.earlier[s]
 		key := in.Key()
 		out, hit := k.done[key]
 		if !hit && len(k.running) > 0 {
@@ -482,9 +496,8 @@ func (k *checker) work() {
 				continue
 			}
 		}
-		k.queue[0] = nil
-		k.queue = k.queue[1:]
-		delete(k.waiting, s)
+		k.line.Take()
+		k.waiting.Set(float64(k.line.Len()))
 		delete(k.earlier, s)
 		ctx, cancel := context.WithCancel(k.ctx)
 		k.running[s] = &runningCheck{in: in, cancel: cancel}
@@ -513,9 +526,8 @@ func (k *checker) work() {
 		}
 		delete(k.running, s)
 		k.under.Set(float64(len(k.running)))
-		if _, ok := k.waiting[s]; ok && !k.stopped {
-			k.queue = append(k.queue, s) // what it sent while checked: at the back
-		}
+		k.line.Done(s) // what it sent while checked: at the back of its group's line
+		k.waiting.Set(float64(k.line.Len()))
 		if superseded && len(earlier) > 0 && !k.stopped {
 			// Its compiles may have been cut short: the next check
 			// compiles the earlier sources again (tasks only grow).

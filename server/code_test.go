@@ -267,8 +267,9 @@ func TestCodeRefusals(t *testing.T) {
 	if code.Status != "error" || code.Line != 1 || code.Error == "" || code.Cases != 0 {
 		t.Fatalf("a syntax error: %s", code.raw)
 	}
-	// The allowance is three at once: two more, then a refusal.
-	for n := 2; n <= 3; n++ {
+	// The allowance is ten at once (server/limits.go): nine more, then a
+	// refusal that says when to try again.
+	for n := 2; n <= 10; n++ {
 		c.send(submitFrame(syntax))
 	}
 	for {
@@ -276,7 +277,7 @@ func TestCodeRefusals(t *testing.T) {
 		if g.Type == "error" {
 			t.Fatalf("refused within the allowance: %s", g.raw)
 		}
-		if code := codeOf(t, g); code.Submission == 3 {
+		if code := codeOf(t, g); code.Submission == 10 {
 			break
 		}
 	}
@@ -286,13 +287,13 @@ func TestCodeRefusals(t *testing.T) {
 		if g.Type == "state" {
 			continue // the checks of 2 and 3
 		}
-		if g.Type != "error" || g.Reason != "rate_limit" {
+		if g.Type != "error" || g.Reason != "rate_limit" || !strings.Contains(g.Error, "try again in 1 second") {
 			t.Fatalf("past the allowance: %s", g.raw)
 		}
 		break
 	}
-	// The refused one is no submission: the next frame still shows 3.
-	if g := codeOf(t, c.do(`{"type":"start"}`)); g == nil || g.Submission != 3 || g.Seed >= model.MaxSeed || f.Seq != 0 {
+	// The refused one is no submission: the next frame still shows 10.
+	if g := codeOf(t, c.do(`{"type":"start"}`)); g == nil || g.Submission != 10 || g.Seed >= model.MaxSeed || f.Seq != 0 {
 		t.Fatalf("after the refusal: %+v", g)
 	}
 }

@@ -100,9 +100,10 @@ var errTooManyFrames = sentinel("rate_limit", http.StatusTooManyRequests, "too m
 // server draws at once (diagram.go).
 var errDrawingBusy = sentinel("busy", http.StatusServiceUnavailable, "the lab is busy drawing diagrams; try again shortly")
 
-// errCodeRate refuses a submitCode frame past the session's or the client
-// address's allowance of checks (limits.go).
-var errCodeRate = sentinel("rate_limit", http.StatusTooManyRequests, "too many programs checked lately: wait a few seconds and check again")
+// errCodeRate refuses a submitCode frame past the session's allowance, or
+// a play past its payer's (limits.go); the error says when to try again
+// (retryIn).
+var errCodeRate = sentinel("rate_limit", http.StatusTooManyRequests, "too many programs checked lately")
 
 // errNoCompiler refuses a ReScript submission on a lab started without
 // the ReScript compiler (docs/code.md, "Where the compiler comes from").

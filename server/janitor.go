@@ -94,7 +94,7 @@ func (s *Server) sweep(ctx context.Context) error {
 			sess.mu.Unlock()
 		} else {
 			delete(s.sessions, sess.id)
-			delete(s.classOf, sess.id) // the store forgot the membership with the session
+			s.classOf.leave(sess.id) // the store forgot the membership with the session
 			s.uncount(sess)
 		}
 	}

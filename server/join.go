@@ -68,12 +68,14 @@ func (s *Server) joinCodeForm(c echo.Context) error {
 
 // joinClass finds the open class of the :code, or answers a page that
 // says why not: 429 over the rate limit, 404 for an unknown code, 410 for a
-// closed class.
+// closed class. Codes that name no class are counted per address (guessing
+// them costs); a request for a class is counted in the class's allowance,
+// sized by its members, so a hall behind one router joins as its students
+// would from homes of their own.
 func (s *Server) joinClass(c echo.Context) (store.Class, error) {
 	addr := c.RealIP()
-	if !s.addrs.AllowJoin(addr) {
-		c.Response().Header().Set("Retry-After", "5")
-		return store.Class{}, s.answered(s.joinPage(c, http.StatusTooManyRequests, joinForm{Error: "Too many attempts from your network. Wait a few seconds and try again."}))
+	if !s.addrs.MayKnock(addr) {
+		return store.Class{}, s.tooManyJoins(c)
 	}
 	code := c.Param("code")
 	var cl store.Class
@@ -90,8 +92,17 @@ func (s *Server) joinClass(c echo.Context) (store.Class, error) {
 		return store.Class{}, s.answered(s.joinPage(c, http.StatusServiceUnavailable, joinForm{Typed: code, Error: "The lab cannot look up classes right now. Try again in a moment."}))
 	case !cl.Open:
 		return store.Class{}, s.answered(s.joinPage(c, http.StatusGone, joinForm{Typed: code, Error: "The class " + cl.Title + " is closed: nobody can join it now. Ask your instructor, or type another code."}))
+	case !s.addrs.AllowJoin(s.classPayer(cl.ID)):
+		return store.Class{}, s.tooManyJoins(c)
 	}
 	return cl, nil
+}
+
+// tooManyJoins answers a join over its allowance: 429, and when to try
+// again.
+func (s *Server) tooManyJoins(c echo.Context) error {
+	c.Response().Header().Set("Retry-After", "5")
+	return s.answered(s.joinPage(c, http.StatusTooManyRequests, joinForm{Error: "Too many attempts to join lately. Wait five seconds and try again."}))
 }
 
 // answered turns a written answer into errAnswered.
@@ -188,7 +199,7 @@ func (s *Server) startMember(ctx context.Context, id, class, name string) error 
 	s.mu.Lock()
 	sess, err := s.getOrCreate(id)
 	if err == nil {
-		s.classOf[id] = class
+		s.classOf.join(id, class)
 	}
 	s.mu.Unlock()
 	if err != nil {

@@ -66,20 +66,37 @@ const (
 	joinMissRate  = 0.5 // unknown codes a second, per address
 	joinMissBurst = 20
 
-	// Programs submitted for the code check (code.go): a few at once, then
-	// one every 5 seconds in a session; per client address enough for a
-	// class behind one NAT checking every few seconds. A check costs up to
-	// its budget of CPU (2 s, jsclient.DefaultBudget) in a sandbox (one per core).
-	codeSessionRate  = 0.2 // a second, per session
-	codeSessionBurst = 3
-	codeAddrRate     = 2 // a second, per address
-	codeAddrBurst    = 60
+	// Programs submitted for the code check (code.go). What they cost in
+	// CPU is shared out by the checker's fair line (internal/fair), not
+	// refused: an address, or a class, alone on the lab gets every core,
+	// and several get them in turn. A session's submissions are each an
+	// event of up to 64 KiB in the log, so they have an allowance that no
+	// person pressing Check meets (10 at once, then one a second), which
+	// keeps a script from writing a session's log at the frame rate.
+	codeSessionRate  = 1 // a second, per session
+	codeSessionBurst = 10
+
+	// Plays of a failing step (and kept cases), per payer (an address, or
+	// a class times its members): each starts a sandbox of its own beside
+	// the checks, so they are counted.
+	playRate  = 2 // a second
+	playBurst = 60
 
 	// codeCheckDeadline bounds one check on the wall clock, its wait for
 	// the sandbox included: past it the sandbox is closed and the check
 	// ends as an error.
 	codeCheckDeadline = 20 * time.Second
 )
+
+// retryIn says when to try again after a refusal that ends in d: whole
+// seconds, at least one.
+func retryIn(d time.Duration) string {
+	n := max(1, int((d+time.Second-1)/time.Second))
+	if n == 1 {
+		return "try again in 1 second"
+	}
+	return fmt.Sprintf("try again in %d seconds", n)
+}
 
 // minFrameBytes is the least frame cap that still lets a reply at the limit
 // through, written with JSON escapes (up to 6 bytes a byte) and its frame.
@@ -115,15 +132,82 @@ func newAddrTable(cfg *Config) *limit.AddrTable {
 		AuthEvery: authFailureEvery, AuthBurst: cfg.AuthFailureBurst,
 		JoinRate: joinRate, JoinBurst: joinBurst,
 		MissRate: joinMissRate, MissBurst: joinMissBurst,
-		CodeRate: codeAddrRate, CodeBurst: codeAddrBurst,
+		PlayRate: playRate, PlayBurst: playBurst,
 		MaxEntries: maxAddrEntries,
 	})
 }
 
-// allowNew spends one of addr's allowance of new connections, or says it
+// memberships is which class each session joined through its door, and
+// how many members each class has, so that a class's allowances are sized
+// by its members. Guarded by Server.mu.
+type memberships struct {
+	of      map[string]string // session -> class
+	members map[string]int    // class -> its sessions in of
+}
+
+func newMemberships() memberships {
+	return memberships{of: make(map[string]string), members: make(map[string]int)}
+}
+
+// join records that session id is a member of class.
+func (m *memberships) join(id, class string) {
+	if old, ok := m.of[id]; ok {
+		if old == class {
+			return
+		}
+		m.leave(id)
+	}
+	m.of[id] = class
+	m.members[class]++
+}
+
+// leave forgets session id's membership, if it has one.
+func (m *memberships) leave(id string) {
+	class, ok := m.of[id]
+	if !ok {
+		return
+	}
+	delete(m.of, id)
+	if m.members[class]--; m.members[class] <= 0 {
+		delete(m.members, class)
+	}
+}
+
+// classPayer is class's key in the address table: no address has a space
+// in it.
+func classPayer(class string, members int) limit.Who {
+	return limit.Who{Key: "class " + class, Scale: max(members, 1)}
+}
+
+// payer is who pays for what session id does from addr: its class, sized
+// by the class's members, when it joined one through the door (a hall
+// behind one router counts as its students, not as one address); else the
+// address.
+func (s *Server) payer(id, addr string) limit.Who {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.payerLocked(id, addr)
+}
+
+// classPayer is class as a payer, sized by its members.
+func (s *Server) classPayer(class string) limit.Who {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return classPayer(class, s.classOf.members[class])
+}
+
+// payerLocked is payer with mu held.
+func (s *Server) payerLocked(id, addr string) limit.Who {
+	if class, ok := s.classOf.of[id]; ok {
+		return classPayer(class, s.classOf.members[class])
+	}
+	return limit.Addr(addr)
+}
+
+// allowNew spends one of w's allowance of new connections, or says it
 // has opened too many lately.
-func (s *Server) allowNew(addr string) error {
-	if !s.addrs.AllowNew(addr) {
+func (s *Server) allowNew(w limit.Who) error {
+	if !s.addrs.AllowNew(w) {
 		return fmt.Errorf("%w (too many new ones lately); try again in a few seconds", errAddrFull)
 	}
 	return nil

@@ -28,6 +28,7 @@ type metrics struct {
 	replicaEvents  prometheus.Counter
 	codeChecks     *prometheus.CounterVec // by how: ran, kept
 	codeRunning    prometheus.Gauge
+	codeWaiting    prometheus.Gauge
 
 	// The counters of every known frame type and delivery notice, resolved
 	// once: looking a label up on every frame cost 1.4 % of the server's
@@ -98,6 +99,9 @@ func newMetrics(sessions func() float64) *metrics {
 		codeRunning: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "lab_code_checks_running", Help: "Code checks under way: more than one only while the class makes no changes (the checker leaves it a core).",
 		}),
+		codeWaiting: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "lab_code_checks_waiting", Help: "Sessions whose code check waits in the fair line for a core (a session waits once: a newer program replaces its waiting one).",
+		}),
 		replicaEvents: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "lab_replica_events_total", Help: "Changes decided by another replica, read from the log and applied here.",
 		}),
@@ -114,7 +118,7 @@ func newMetrics(sessions func() float64) *metrics {
 	}
 	m.registry.MustRegister(
 		m.connections, m.framesIn, m.framesOut, m.refused, m.deliveries, m.injections,
-		m.appendLatency, m.slowCloses, m.connectRefused, m.seqConflicts, m.replicaEvents, m.codeChecks, m.codeRunning,
+		m.appendLatency, m.slowCloses, m.connectRefused, m.seqConflicts, m.replicaEvents, m.codeChecks, m.codeRunning, m.codeWaiting,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "lab_sessions", Help: "Sessions the server holds.",
 		}, sessions),

@@ -267,7 +267,7 @@ func (s *Server) discover(ctx context.Context, id string) (*session, error) {
 	}
 	s.holdStored(sess)
 	if member.Class != "" {
-		s.classOf[id] = member.Class
+		s.classOf.join(id, member.Class)
 	}
 	s.mu.Unlock()
 	if member.Class != "" {

@@ -67,7 +67,7 @@ type Server struct {
 
 	mu        sync.Mutex
 	sessions  map[string]*session
-	classOf   map[string]string // session -> the class it joined; open-lab sessions are absent
+	classOf   memberships // which class each session joined; open-lab sessions are absent
 	conns     map[*conn]struct{}
 	closing   bool
 	closeWith closeReason // how open and late connections are closed once closing
@@ -127,7 +127,7 @@ func New(cfg Config) (*Server, error) {
 		loginHTML:      loginHTML,
 		projectorHTML:  projectorHTML,
 		joinTmpl:       joinTmpl,
-		classOf:        make(map[string]string),
+		classOf:        newMemberships(),
 		auth:           newInstructorAuth(cfg.InstructorToken),
 		addrs:          newAddrTable(&cfg),
 		outbox:         limit.NewBudget(cfg.MaxOutboxBytes),
@@ -199,7 +199,7 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 	}
 	for id, class := range classOf {
-		s.classOf[id] = class
+		s.classOf.join(id, class)
 	}
 	if !s.closing {
 		s.janitor = s.startJanitor()
@@ -339,7 +339,8 @@ func (s *Server) hook(sess *session) {
 	sess.reserve, sess.unreserve = s.reserve, s.unreserve
 	sess.renameMember = s.renameMember
 	sess.stale = s.markStale
-	sess.check, sess.earlier, sess.allowCode = s.checker.enqueue, s.checker.remember, s.addrs.AllowCode
+	sess.check, sess.earlier = s.checker.enqueue, s.checker.remember
+	sess.group = func(id, addr string) string { return s.payer(id, addr).Key }
 	sess.changing = s.checker.class.mark
 }
 
@@ -355,7 +356,7 @@ func (s *Server) holdStored(sess *session) {
 		// Read from the log, not yet shared: its result is computed again.
 		s.checker.remember(sess, sess.code.unseen)
 		sess.code.unseen = nil
-		s.checker.enqueue(sess, sess.code.in)
+		s.checker.enqueue(sess, "", sess.code.in) // no address: a group of its own
 	}
 }
 

@@ -89,14 +89,15 @@ type session struct {
 	caps  eventCaps
 
 	// check asks the Server's checker for a check of the session's code
-	// (code.go), earlier hands it earlier ReScript sources for their
-	// tasks; allowCode spends a client address's allowance of checks;
-	// changing tells the checker that the class is making changes
-	// (activity.mark), which keeps a core free of checks.
-	check     func(s *session, in model.CodeInput)
-	earlier   func(s *session, sources []string)
-	allowCode func(addr string) bool
-	changing  func()
+	// (code.go) in the fair line's group given, earlier hands it earlier
+	// ReScript sources for their tasks; group names the group a
+	// submission from an address waits in (Server.payer's key); changing
+	// tells the checker that the class is making changes (activity.mark),
+	// which keeps a core free of checks.
+	check    func(s *session, group string, in model.CodeInput)
+	earlier  func(s *session, sources []string)
+	group    func(id, addr string) string
+	changing func()
 	rescript  bool // the lab has a ReScript compiler
 	// codeFailure is the failing trace the last frame shows, and codeIn
 	// the input it is of (both guarded by mu).
@@ -165,7 +166,7 @@ func newSession(id string, cfg *Config, m *metrics, frames *sharedframe.Pool, ch
 		reserve: func(*session, string) error { return nil }, unreserve: func(*session) {},
 		renameMember: func(string, string) error { return nil },
 		stale:        func(string) {},
-		check:        func(*session, model.CodeInput) {}, allowCode: func(string) bool { return true },
+		check:        func(*session, string, model.CodeInput) {}, group: func(_, addr string) string { return addr },
 		earlier:      func(*session, []string) {},
 		changing:     func() {},
 		rescript:     cfg.ReScript != nil,

@@ -67,7 +67,10 @@ func (s *Server) studentSocket(c echo.Context) error {
 		return errClosing
 	}
 	addr := c.RealIP()
-	if !s.addrs.Enter(addr, s.cfg.MaxAddrConns) {
+	// A class's member counts in its class, sized by its members; anyone
+	// else in their address (Server.payer).
+	who := s.payer(id, addr)
+	if !s.addrs.Enter(who.Key, s.cfg.MaxAddrConns*who.Scale) {
 		s.metrics.connectRefused.WithLabelValues("address").Inc()
 		c.Response().Header().Set("Retry-After", "10")
 		return fmt.Errorf("%w (%d open, the most the lab takes from one address)", errAddrFull, s.cfg.MaxAddrConns)
@@ -77,10 +80,10 @@ func (s *Server) studentSocket(c echo.Context) error {
 	handedOver := false
 	defer func() {
 		if !handedOver {
-			s.addrs.Leave(addr)
+			s.addrs.Leave(who.Key)
 		}
 	}()
-	refused := s.allowNew(addr)
+	refused := s.allowNew(who)
 	ws, err := s.accept(c)
 	if err != nil {
 		return nil // Accept has written the response
@@ -137,7 +140,7 @@ func (s *Server) studentSocket(c echo.Context) error {
 	// (it holds this handler's hold), so Shutdown waits for it.
 	handedOver = true
 	go func() {
-		defer s.addrs.Leave(addr)
+		defer s.addrs.Leave(who.Key)
 		defer s.handlers.Done()
 		defer s.release(sess)
 		s.serveStudent(ws, sess, addr)

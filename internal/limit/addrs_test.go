@@ -12,7 +12,7 @@ func testAddrs(maxEntries int) *AddrTable {
 		AuthEvery: time.Second, AuthBurst: 2,
 		JoinRate: 1, JoinBurst: 4,
 		MissRate: 0.5, MissBurst: 2,
-		CodeRate: 0.5, CodeBurst: 2,
+		PlayRate: 0.5, PlayBurst: 2,
 		MaxEntries: maxEntries,
 	})
 }
@@ -57,11 +57,11 @@ func TestAddrTableAllowances(t *testing.T) {
 	t.Parallel()
 	a := testAddrs(100)
 	for i := range 3 {
-		if !a.AllowNew("a") {
+		if !a.AllowNew(Addr("a")) {
 			t.Fatalf("new connection %d refused within the burst of 3", i+1)
 		}
 	}
-	if a.AllowNew("a") || !a.AllowNew("b") {
+	if a.AllowNew(Addr("a")) || !a.AllowNew(Addr("b")) {
 		t.Fatal("new connections: the burst is not per address")
 	}
 
@@ -75,20 +75,20 @@ func TestAddrTableAllowances(t *testing.T) {
 		t.Fatal("wrong credentials: the allowance is not per address")
 	}
 
-	if !a.AllowJoin("a") {
-		t.Fatal("a first join refused")
+	if !a.MayKnock("a") {
+		t.Fatal("a first knock refused")
 	}
 	a.JoinMissed("a")
 	a.JoinMissed("a")
-	if a.AllowJoin("a") {
-		t.Fatal("a join let through after the misses were used up")
+	if a.MayKnock("a") || !a.MayKnock("b") {
+		t.Fatal("knocks: the misses are not per address")
 	}
 	for i := range 4 {
-		if !a.AllowJoin("b") {
+		if !a.AllowJoin(Addr("b")) {
 			t.Fatalf("join %d refused within the burst of 4", i+1)
 		}
 	}
-	if a.AllowJoin("b") {
+	if a.AllowJoin(Addr("b")) {
 		t.Fatal("a fifth join let through at a burst of 4")
 	}
 }
@@ -135,20 +135,62 @@ func keys(a *AddrTable) []string {
 	return out
 }
 
-// TestAddrTableCodes: an address's allowance of code submissions runs out
-// at its burst and is its own.
-func TestAddrTableCodes(t *testing.T) {
+// TestAddrTablePlays: a payer's allowance of plays runs out at its burst,
+// is its own, and says how long until the next.
+func TestAddrTablePlays(t *testing.T) {
 	t.Parallel()
 	a := testAddrs(100)
 	for i := range 2 {
-		if !a.AllowCode("a") {
-			t.Fatalf("submission %d refused within the burst", i+1)
+		if ok, _ := a.AllowPlay(Addr("a")); !ok {
+			t.Fatalf("play %d refused within the burst", i+1)
 		}
 	}
-	if a.AllowCode("a") {
-		t.Fatal("a third submission at once was allowed past a burst of 2")
+	ok, wait := a.AllowPlay(Addr("a"))
+	if ok || wait < time.Second || wait > 3*time.Second {
+		t.Fatalf("a third play at once: allowed %v, wait %v; want refused, about 2 s (0.5 a second)", ok, wait)
 	}
-	if !a.AllowCode("b") {
-		t.Fatal("another address's submission was refused")
+	if ok, _ := a.AllowPlay(Addr("b")); !ok {
+		t.Fatal("another address's play was refused")
+	}
+}
+
+// TestAddrTableScale: a payer that stands for n people (a class) gets n
+// times a lone address's rates and bursts, from its first use and as it
+// grows, and an address beside it keeps its own.
+func TestAddrTableScale(t *testing.T) {
+	t.Parallel()
+	a := testAddrs(100)
+	class := Who{Key: "class x", Scale: 5}
+	for i := range 5 * 4 {
+		if !a.AllowJoin(class) {
+			t.Fatalf("join %d of a class of 5 refused within 5 × the burst of 4", i+1)
+		}
+	}
+	if a.AllowJoin(class) {
+		t.Fatal("a class of 5 joined past 5 × the burst of 4")
+	}
+	for i := range 3 {
+		if !a.AllowNew(Who{Key: "class x", Scale: 1}) {
+			t.Fatalf("new connection %d refused", i+1)
+		}
+	}
+	// Shrunk to one member, spent; grown to 3: the two new members bring
+	// their bursts (2 × 3), not the first one's again.
+	grown := Who{Key: "class x", Scale: 3}
+	for i := range 6 {
+		if !a.AllowNew(grown) {
+			t.Fatalf("connection %d of the two new members refused", i+1)
+		}
+	}
+	if a.AllowNew(grown) {
+		t.Fatal("a class's spent tokens came back when it grew")
+	}
+	for i := range 3 {
+		if !a.AllowNew(Addr("lone")) {
+			t.Fatalf("a lone address's connection %d refused beside the class", i+1)
+		}
+	}
+	if a.AllowNew(Addr("lone")) {
+		t.Fatal("a lone address got a class's scale")
 	}
 }

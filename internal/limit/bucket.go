@@ -24,13 +24,45 @@ func NewBucket(perSecond float64, burst int) Bucket {
 
 // Allow takes a token at now, if there is one.
 func (b *Bucket) Allow(now time.Time) bool {
-	b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.perSecond)
-	b.last = now
+	b.refill(now)
 	if b.tokens < 1 {
 		return false
 	}
 	b.tokens--
 	return true
+}
+
+// refill adds the tokens earned since the last refill.
+func (b *Bucket) refill(now time.Time) {
+	b.tokens = b.tokensAt(now)
+	b.last = now
+}
+
+func (b *Bucket) tokensAt(now time.Time) float64 {
+	return min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.perSecond)
+}
+
+// Full says whether the bucket holds its whole burst at now.
+func (b *Bucket) Full(now time.Time) bool { return b.tokensAt(now) >= b.burst }
+
+// Resize gives the bucket a new rate and burst at now. A larger burst adds
+// its growth to the tokens (a class's new member brings a whole allowance
+// of their own); a smaller one keeps at most the new burst.
+func (b *Bucket) Resize(now time.Time, perSecond float64, burst int) {
+	b.refill(now)
+	grow := float64(burst) - b.burst
+	b.perSecond, b.burst = perSecond, float64(burst)
+	b.tokens = min(b.burst, b.tokens+max(grow, 0))
+}
+
+// Wait is how long from now until Allow would take a token (0 if it
+// would now).
+func (b *Bucket) Wait(now time.Time) time.Duration {
+	tokens := b.tokensAt(now)
+	if tokens >= 1 {
+		return 0
+	}
+	return time.Duration((1 - tokens) / b.perSecond * float64(time.Second))
 }
 
 // PerSecond is the rate the bucket refills at.

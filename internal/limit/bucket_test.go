@@ -46,3 +46,20 @@ func TestBucket(t *testing.T) {
 		}
 	}
 }
+
+// TestBucketWait: an empty bucket says how long until its next token.
+func TestBucketWait(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	b := NewBucket(2, 1)
+	if w := b.Wait(now); w != 0 {
+		t.Fatalf("a full bucket waits %v", w)
+	}
+	b.Allow(now)
+	if w := b.Wait(now); w != 500*time.Millisecond {
+		t.Fatalf("an empty bucket at 2 a second waits %v, want 500ms", w)
+	}
+	if w := b.Wait(now.Add(400 * time.Millisecond)); w < 99*time.Millisecond || w > 101*time.Millisecond {
+		t.Fatalf("400 ms on it waits %v, want 100ms", w)
+	}
+}
