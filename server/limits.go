@@ -56,12 +56,13 @@ const (
 	// it the idle ones are forgotten at once rather than at the next sweep.
 	maxAddrEntries = 50_000
 
-	// Join attempts per client address (join.go). Every join request takes
-	// from the first allowance: generous, so a class of 500 behind one NAT
-	// joins within a minute or two. A code that names no class also takes
-	// from the second, small one: guessing codes at 1 every 2 seconds finds
-	// one open class among a million codes in about 12 days on average.
-	joinRate      = 10 // requests a second, per address
+	// Join attempts (join.go). A request for a class (its name form or its
+	// name) takes from the class's allowance, times its members (payer): a
+	// hall of 500 behind one NAT joins at 7 a second. A code that names no
+	// class takes from its address's second, small one: guessing codes at
+	// 1 every 2 seconds finds one open class among a million codes in about
+	// 12 days on average.
+	joinRate      = 10 // requests a second, per payer
 	joinBurst     = 200
 	joinMissRate  = 0.5 // unknown codes a second, per address
 	joinMissBurst = 20

@@ -98,7 +98,7 @@ type session struct {
 	earlier  func(s *session, sources []string)
 	group    func(id, addr string) string
 	changing func()
-	rescript  bool // the lab has a ReScript compiler
+	rescript bool // the lab has a ReScript compiler
 	// codeFailure is the failing trace the last frame shows, and codeIn
 	// the input it is of (both guarded by mu).
 	codeFailure *model.Failure

@@ -99,7 +99,7 @@ func TestHostileStudent(t *testing.T) {
 		t.Error("a student not asked for every program went on past stop")
 	}
 
-	// The allowance is three at once; the fourth is refused.
+	// The allowance is ten at once; the eleventh is refused.
 	ws, err := dial(ctx, srv, uuid.NewString(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -109,16 +109,16 @@ func TestHostileStudent(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Sent at once, so that no check's time refills the allowance (one
-	// every 5 s) before the last is decided.
+	// a second) before the last is decided.
 	frame, _ := json.Marshal(map[string]string{"type": "submitCode", "source": progs[0].source})
 	for n := 1; n <= codeSessionBurst+1; n++ {
 		if err := send(ctx, ws, frame); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// The results of the first three may come before the refusal (the
+	// The results of the first ten may come before the refusal (the
 	// program's outcome is kept from its check above): what matters is
-	// that the fourth is refused, not checked.
+	// that the eleventh is refused, not checked.
 	if _, refused, err := awaitCheck(ctx, ws, codeSessionBurst+1); err != nil || !refused {
 		t.Fatalf("submission %d: refused %v (want true), %v", codeSessionBurst+1, refused, err)
 	}
