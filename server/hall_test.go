@@ -206,3 +206,58 @@ func TestClassMembersCountAsPeople(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenLabHallFromOneAddress: 200 students behind one address open `/`
+// (the open lab, no class) within seconds: each gets a session of its own
+// that stores its first change, with the default allowances.
+func TestOpenLabHallFromOneAddress(t *testing.T) {
+	t.Parallel()
+	_, ts := runLab(t, server.Config{})
+	c := from(t, "127.0.0.5")
+	const students = 200
+	var wg sync.WaitGroup
+	errs := make(chan error, students)
+	sem := make(chan struct{}, 16)
+	for i := range students {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			resp, err := c.Get(ts.URL + "/")
+			if err != nil {
+				errs <- err
+				return
+			}
+			resp.Body.Close()
+			loc := strings.TrimPrefix(resp.Header.Get("Location"), "/lab/")
+			if resp.StatusCode != http.StatusSeeOther || len(loc) != 36 {
+				errs <- fmt.Errorf("student %d: / answered %d %q", i, resp.StatusCode, loc)
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			ws, _, err := dialFrom(t, ts, loc, "127.0.0.5", nil)
+			if err != nil {
+				errs <- fmt.Errorf("student %d's socket: %w", i, err)
+				return
+			}
+			defer ws.CloseNow()
+			if _, _, err := ws.Read(ctx); err != nil {
+				errs <- err
+				return
+			}
+			if err := ws.Write(ctx, websocket.MessageText, []byte(`{"type":"start"}`)); err != nil {
+				errs <- err
+				return
+			}
+			_, data, err := ws.Read(ctx)
+			if err != nil || !strings.Contains(string(data), `"type":"state"`) {
+				errs <- fmt.Errorf("student %d's first change: %.200s %v", i, data, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}

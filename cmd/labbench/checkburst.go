@@ -29,10 +29,8 @@ import (
 // the class's last-tab p99 with the checks is divided by the one without.
 //
 // Each burst comes from a loopback address of its own (127.0.0.2, .3, …):
-// one class behind one router each, so that the lab's allowance per
-// address (60 checks at once, then 2 a second, server/limits.go) is what
-// one class meets, and one burst after another is not refused because the
-// one before spent it.
+// one class behind one router each, a group of its own in the lab's fair
+// line (server/code.go).
 
 // burstModule is one module the burst submits: its file under the
 // module's root and the language its submitCode frame names.

@@ -115,7 +115,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*b
 	fs.IntVar(&b.courseSessions, "course-sessions", 2000, "course: sessions (2 tabs each, an op each about every second, an instructor watching; the lab's per-address limits are raised to fit)")
 	fs.IntVar(&b.scaleTabs, "scale-tabs", 2, "scale: tabs per session")
 	fs.DurationVar(&b.scaleInterval, "scale-interval", 2*time.Second, "scale: time between one session's ops, ±50%")
-	fs.IntVar(&b.hostileSessions, "hostile-sessions", 10, "hostile: the hostile students' sessions, each submitting within its allowance (3 at once, one every 5 s); 10 are one address's allowance, 2 a second")
+	fs.IntVar(&b.hostileSessions, "hostile-sessions", 10, "hostile: the hostile students' sessions from one address, each submitting within its session's allowance (10 at once, then one a second)")
 	fs.IntVar(&b.burstSessions, "burst-sessions", 30, "check-burst: sessions that submit at once, from one address")
 	fs.IntVar(&b.hallSize, "hall-size", 200, "hall: students behind one address")
 	fs.DurationVar(&b.hallJoin, "hall-join", 30*time.Second, "hall: how long the students' joins are spread over")
