@@ -520,7 +520,9 @@ function applyConfig(config) {
   for (const [lang, radio] of Object.entries(panel.radios)) radio.parentElement.hidden = !panel.languages.includes(lang);
   panel.langBox.hidden = panel.languages.length < 2;
   if (rescript) {
-    const version = str(cfg.rescript?.version);
+    // The number alone; a lab before issue 52 sent the compiler's own
+    // "ReScript 12.2.0".
+    const version = str(cfg.rescript?.version).replace(/^ReScript\s+/, "");
     setText(
       panel.langNote,
       `ReScript${version ? ` ${version}` : ""} is compiled with the lesson's flags: a case a switch forgets, or an unused variable, stops the build (name a parameter you do not use yet with a leading _, as _raw).`,
