@@ -78,12 +78,12 @@ var ErrNotFound = errors.New("no ReScript compiler found")
 
 // Compiler is a ReScript 12 compiler and its runtime.
 type Compiler struct {
-	bin     string // bsc.exe
+	bin string // bsc.exe
 	// analysis is rescript-editor-analysis.exe beside bsc.exe, which
 	// says the type under the pointer (analysis.go); "" without one.
 	analysis string
-	runtime string // @rescript/runtime: lib/ocaml for the compiler, lib/es6 for the bundle
-	version string
+	runtime  string // @rescript/runtime: lib/ocaml for the compiler, lib/es6 for the bundle
+	version  string
 }
 
 // Version is the compiler's own word for its version ("ReScript 12.2.0").
