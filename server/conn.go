@@ -51,6 +51,9 @@ type conn struct {
 	writeStart atomic.Int64
 	watchArmed atomic.Bool
 	writeTimer atomic.Pointer[time.Timer] // made by the first write
+	// live is the Server's live compiler, and this connection's allowance
+	// of it (live.go); used by the reader only.
+	live liveConn
 	// watching is the session an instructor connection asked to watch last
 	// (session.watch), nil once it stops; its reader sets it.
 	watching atomic.Pointer[session]
@@ -349,11 +352,16 @@ func (c *conn) readLoop(s *session) error {
 		if err != nil {
 			return err
 		}
-		cmd, err := decodeFrame(*data, c.role) // keeps no byte of data
+		cmd, ask, err := decodeStudentFrame(*data, c.role) // keeps no byte of data
 		c.bufs.put(data)
 		if err != nil {
 			c.metrics.frameIn("invalid")
 			c.sendError(err)
+			continue
+		}
+		if ask != nil {
+			c.metrics.frameIn(ask.frameType())
+			c.live.ask(c, *ask) // live.go: no change of the session
 			continue
 		}
 		c.metrics.frameIn(frameType(cmd.Kind))
