@@ -985,11 +985,13 @@ function diagnosticText(d) {
 function showDiagnostics(code) {
   const items = diagnostics(code);
   panel.diag.hidden = items.length === 0;
-  const key = JSON.stringify([num(code?.submission), code?.live === true, items]);
-  if (key === panel.diagKey) return;
-  panel.diagKey = key;
   const title = refused(code) ? `Compiler errors: ${problems(code)}` : "Compiler warnings";
   setText(panel.diagTitle, code?.live ? `${title}, as you type` : title);
+  // The same messages (a check's, then the live compile's of the same
+  // text) keep their items: a focused one stays focused.
+  const key = JSON.stringify([languageOf(code), items]);
+  if (key === panel.diagKey) return;
+  panel.diagKey = key;
   panel.diagList.replaceChildren(
     ...items.map((d, i) => {
       const li = el("li", d.severity === "warning" ? "code-diagnostic warning" : "code-diagnostic error");
