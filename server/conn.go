@@ -123,7 +123,13 @@ func (c *conn) countSlow() {
 func (c *conn) sendError(err error) {
 	r := classify(c.log, err)
 	c.metrics.refused.WithLabelValues(r.reason).Inc()
-	frame := errorFrame(r)
+	c.queueError(errorFrame(r))
+}
+
+// queueError queues a frame that is no state (an error frame, or a live
+// compile's answer: live.go) for the flusher to write; one that does not
+// read them closes.
+func (c *conn) queueError(frame []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {

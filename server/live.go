@@ -249,7 +249,7 @@ func (k *liveCompiles) run(a liveAsk) []byte {
 	case err != nil:
 		k.counts.WithLabelValues("failed").Inc()
 		k.log.Warn("a live compile", "err", err)
-		return liveErrorFrameOf(errLiveBusy, a.id)
+		return liveErrorFrame(classify(k.log, errLiveBusy), a.id)
 	}
 	if out.Compiled {
 		k.counts.WithLabelValues("ran").Inc()
@@ -329,19 +329,7 @@ func units(line string, n int) int {
 
 // sendLive queues a compiled or typeAt frame (or a live error frame) for
 // c; the flusher writes it.
-func (c *conn) sendLive(frame []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch {
-	case c.closeWith != nil || c.torn:
-		return
-	case c.out.errorsFull():
-		c.closeWith = &closeTooManyRefusals
-	case !c.out.pushError(outFrame{data: frame}):
-		c.tooSlow()
-	}
-	c.kick()
-}
+func (c *conn) sendLive(frame []byte) { c.queueError(frame) }
 
 // sendLiveError refuses a compile or typeAt with an error frame carrying
 // its id.
@@ -349,10 +337,4 @@ func (c *conn) sendLiveError(err error, id int64) {
 	r := classify(c.log, err)
 	c.metrics.refused.WithLabelValues(r.reason).Inc()
 	c.sendLive(liveErrorFrame(r, id))
-}
-
-// liveErrorFrameOf is the error frame refusing a live job with err, for
-// a worker to hand to sendLive.
-func liveErrorFrameOf(err error, id int64) []byte {
-	return liveErrorFrame(classify(slog.Default(), err), id)
 }

@@ -150,6 +150,20 @@ func (b *bench) typing(ctx context.Context, t target) (m metrics, err error) {
 				fail(err)
 				return
 			}
+			answers := make(chan liveAnswer, 64)
+			go func() {
+				defer close(answers)
+				for {
+					_, data, err := ws.Read(typing)
+					if err != nil {
+						return
+					}
+					var a liveAnswer
+					if json.Unmarshal(data, &a) == nil && a.ID != nil {
+						answers <- a
+					}
+				}
+			}()
 			// Typists start spread over the first second.
 			next := time.Now().Add(time.Duration(k) * time.Second / time.Duration(b.typists))
 			for i := 0; ; i++ {
@@ -165,18 +179,45 @@ func (b *bench) typing(ctx context.Context, t target) (m metrics, err error) {
 					return
 				}
 				sent.Add(1)
-				rctx, rcancel := context.WithDeadline(typing, next)
-				no, err := awaitCompiled(rctx, ws, i, &late)
-				rcancel()
+				// Wait for its answer until the next pause; a read whose
+				// context ends closes the connection, so one goroutine
+				// reads them all (answers).
+				wait := time.NewTimer(time.Until(next))
+				no, answered := false, false
+				for !answered {
+					select {
+					case a, ok := <-answers:
+						switch {
+						case !ok:
+							wait.Stop()
+							if typing.Err() == nil {
+								fail(errors.New("the connection closed"))
+							} else {
+								sent.Add(-1)
+							}
+							return
+						case *a.ID < i:
+							late.Add(1)
+						case a.Type == "compiled" && a.Error != "":
+							wait.Stop()
+							fail(fmt.Errorf("compile %d: %s", i, a.Error))
+							return
+						default:
+							no, answered = a.Type == "error", true
+						}
+					case <-wait.C:
+						unanswered.Add(1)
+						answered, no = true, false
+						t0 = time.Time{}
+					case <-typing.Done():
+						wait.Stop()
+						sent.Add(-1) // cut by the end of the run, not the lab
+						return
+					}
+				}
+				wait.Stop()
 				switch {
-				case err != nil && typing.Err() != nil:
-					sent.Add(-1) // cut by the end of the run, not the lab
-					return
-				case errors.Is(err, context.DeadlineExceeded):
-					unanswered.Add(1)
-				case err != nil:
-					fail(err)
-					return
+				case t0.IsZero():
 				case no:
 					refused.Add(1)
 				default:
