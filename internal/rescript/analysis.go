@@ -287,7 +287,7 @@ func (h *helper) run(ctx context.Context, j LiveJob) (LiveOutput, error) {
 	defer cancel()
 	stop := context.AfterFunc(ctx, h.kill)
 	defer stop()
-	line, err := json.Marshal(liveAsk{Source: j.Source, Types: j.Types, At: j.At, Line: j.Line, Column: j.Column})
+	line, err := json.Marshal(liveAsk(j))
 	if err != nil {
 		return LiveOutput{}, err
 	}
