@@ -20,12 +20,15 @@ RUN mkdir -p /out/data && chown 65532:65532 /out/data
 FROM node:22-bookworm-slim AS rescript
 WORKDIR /opt/rescript
 RUN npm install --no-audit --no-fund rescript@12.2.0 \
- && node_modules/@rescript/linux-x64/bin/bsc.exe -version
+ && node_modules/@rescript/linux-x64/bin/bsc.exe -version \
+ && test -x node_modules/@rescript/linux-x64/bin/rescript-editor-analysis.exe
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/lab /lab
 COPY --from=build --chown=65532:65532 /out/data /data
 COPY --from=rescript /opt/rescript/node_modules/@rescript/linux-x64/bin/bsc.exe /rescript/node_modules/@rescript/linux-x64/bin/bsc.exe
+# The type under the pointer (issue 52): the analysis binary beside bsc.exe.
+COPY --from=rescript /opt/rescript/node_modules/@rescript/linux-x64/bin/rescript-editor-analysis.exe /rescript/node_modules/@rescript/linux-x64/bin/rescript-editor-analysis.exe
 COPY --from=rescript /opt/rescript/node_modules/@rescript/runtime/package.json /rescript/node_modules/@rescript/runtime/package.json
 COPY --from=rescript /opt/rescript/node_modules/@rescript/runtime/lib/ocaml /rescript/node_modules/@rescript/runtime/lib/ocaml
 COPY --from=rescript /opt/rescript/node_modules/@rescript/runtime/lib/es6 /rescript/node_modules/@rescript/runtime/lib/es6

@@ -715,6 +715,7 @@ const enableReScript = "ReScript is not installed on this lab. To enable it, ins
 func (s *Server) codeLanguages(c echo.Context) error {
 	type rescriptInfo struct {
 		Version string `json:"version"`
+		Types   bool   `json:"types"` // typeAt answers types (live.go)
 	}
 	out := struct {
 		Languages []model.Language `json:"languages"`
@@ -725,7 +726,8 @@ func (s *Server) codeLanguages(c echo.Context) error {
 	if s.cfg.ReScript != nil {
 		out.Languages = []model.Language{model.ReScript, model.JavaScript}
 		out.Default, out.Enable = model.ReScript, ""
-		out.ReScript = &rescriptInfo{Version: s.cfg.ReScript.Version()}
+		// The number alone ("12.2.0"), as the page writes "ReScript 12.2.0".
+		out.ReScript = &rescriptInfo{Version: strings.TrimPrefix(s.cfg.ReScript.Version(), "ReScript "), Types: s.live.types}
 	}
 	c.Response().Header().Set("Cache-Control", "no-cache")
 	return c.JSON(http.StatusOK, out)

@@ -51,6 +51,9 @@ type conn struct {
 	writeStart atomic.Int64
 	watchArmed atomic.Bool
 	writeTimer atomic.Pointer[time.Timer] // made by the first write
+	// live is the Server's live compiler, and this connection's allowance
+	// of it (live.go); used by the reader only.
+	live liveConn
 	// watching is the session an instructor connection asked to watch last
 	// (session.watch), nil once it stops; its reader sets it.
 	watching atomic.Pointer[session]
@@ -120,7 +123,13 @@ func (c *conn) countSlow() {
 func (c *conn) sendError(err error) {
 	r := classify(c.log, err)
 	c.metrics.refused.WithLabelValues(r.reason).Inc()
-	frame := errorFrame(r)
+	c.queueError(errorFrame(r))
+}
+
+// queueError queues a frame that is no state (an error frame, or a live
+// compile's answer: live.go) for the flusher to write; one that does not
+// read them closes.
+func (c *conn) queueError(frame []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
@@ -349,11 +358,16 @@ func (c *conn) readLoop(s *session) error {
 		if err != nil {
 			return err
 		}
-		cmd, err := decodeFrame(*data, c.role) // keeps no byte of data
+		cmd, ask, err := decodeStudentFrame(*data, c.role) // keeps no byte of data
 		c.bufs.put(data)
 		if err != nil {
 			c.metrics.frameIn("invalid")
 			c.sendError(err)
+			continue
+		}
+		if ask != nil {
+			c.metrics.frameIn(ask.frameType())
+			c.live.ask(c, *ask) // live.go: no change of the session
 			continue
 		}
 		c.metrics.frameIn(frameType(cmd.Kind))

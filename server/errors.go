@@ -105,6 +105,14 @@ var errDrawingBusy = sentinel("busy", http.StatusServiceUnavailable, "the lab is
 // (retryIn).
 var errCodeRate = sentinel("rate_limit", http.StatusTooManyRequests, "too many programs checked lately")
 
+// errLiveRate refuses a compile or typeAt frame past the connection's
+// allowance of them (limits.go), which is apart from the checks'.
+var errLiveRate = sentinel("rate_limit", http.StatusTooManyRequests, "the compiler is asked too often from this page: it answers again in a moment")
+
+// errLiveBusy: the lab could not run a live compile (its sandbox would
+// not start, or the lab is stopping).
+var errLiveBusy = sentinel("busy", http.StatusServiceUnavailable, "the lab could not compile the program just now; it tries again at the next pause")
+
 // errNoCompiler refuses a ReScript submission on a lab started without
 // the ReScript compiler (docs/code.md, "Where the compiler comes from").
 var errNoCompiler = sentinel("unavailable", http.StatusServiceUnavailable, "this lab has no ReScript compiler: write the module in JavaScript, or ask your teacher to install ReScript (npm install rescript@12.2.0 in the lab's folder) and restart the lab")

@@ -14,17 +14,95 @@ import (
 // same JSON.parse-exact parser as replies, so a raw reply reaches the model
 // exactly as the browser sent it.
 func decodeFrame(data []byte, by model.Actor) (model.Command, error) {
+	cmd, ask, err := decodeStudentFrame(data, by)
+	if err == nil && ask != nil {
+		return model.Command{}, badFrame("unknown frame type %q", ask.frameType())
+	}
+	return cmd, err
+}
+
+// decodeStudentFrame decodes a student's frame: a command for the
+// session, or a compile or typeAt the connection asks of the live
+// compiler (live.go), which is no change.
+func decodeStudentFrame(data []byte, by model.Actor) (model.Command, *liveAsk, error) {
 	v, err := jsjson.Parse(data)
 	if err != nil {
-		return model.Command{}, badFrame("frame is not valid JSON: %v", err)
+		return model.Command{}, nil, badFrame("frame is not valid JSON: %v", err)
 	}
 	if v.Kind != jsjson.Object {
-		return model.Command{}, badFrame("frame must be a JSON object, not %s", v.Kind)
+		return model.Command{}, nil, badFrame("frame must be a JSON object, not %s", v.Kind)
 	}
 	typ, err := stringField(v, "type")
 	if err != nil {
-		return model.Command{}, err
+		return model.Command{}, nil, err
 	}
+	if typ == "compile" || typ == "typeAt" {
+		ask, err := liveAskOf(v, typ == "typeAt")
+		if err != nil {
+			return model.Command{}, nil, err
+		}
+		return model.Command{}, &ask, nil
+	}
+	cmd, err := commandOf(v, typ, by)
+	return cmd, nil, err
+}
+
+// liveAskOf reads a compile frame ({"type":"compile","id":N,"language":…,
+// "source":…}) or a typeAt frame (the same with "line" and "column",
+// 1-based).
+func liveAskOf(v jsjson.Value, typeAt bool) (liveAsk, error) {
+	a := liveAsk{typeAt: typeAt}
+	var err error
+	if a.id, err = wholeField(v, "id", 0, maxLiveID); err != nil {
+		return a, err
+	}
+	if a.source, err = stringField(v, "source"); err != nil {
+		return a, err
+	}
+	if len(a.source) > model.MaxSourceBytes {
+		return a, &model.LimitError{Cap: "program size in bytes", Max: model.MaxSourceBytes}
+	}
+	if a.lang, err = languageField(v); err != nil {
+		return a, err
+	}
+	if typeAt {
+		if a.line, err = wholeField(v, "line", 1, maxLivePlace); err != nil {
+			return a, err
+		}
+		if a.column, err = wholeField(v, "column", 1, maxLivePlace); err != nil {
+			return a, err
+		}
+	}
+	return a, nil
+}
+
+// maxLiveID is the largest id a compile or typeAt may carry: what a page's
+// number holds exactly. maxLivePlace bounds a line or column.
+const (
+	maxLiveID    = 1<<53 - 1
+	maxLivePlace = 1 << 20
+)
+
+// wholeField reads key as a whole number from least to most, written as
+// JSON writes numbers.
+func wholeField(v jsjson.Value, key string, least, most int64) (int64, error) {
+	m, ok := v.Member(key)
+	if !ok {
+		return 0, badFrame("missing field %q", key)
+	}
+	if m.Kind != jsjson.Number {
+		return 0, badFrame("field %q must be a number, not %s", key, m.Kind)
+	}
+	f, err := strconv.ParseFloat(m.Text, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) || f < float64(least) || f > float64(most) || f != math.Trunc(f) {
+		return 0, badFrame("field %q must be a whole number from %d to %d, not %s", key, least, most, m.Text)
+	}
+	return int64(f), nil
+}
+
+// commandOf reads a student's or instructor's frame of type typ as a
+// command.
+func commandOf(v jsjson.Value, typ string, by model.Actor) (model.Command, error) {
 	switch typ {
 	case "start":
 		return model.Command{Kind: model.StartRun, By: by}, nil
@@ -409,5 +487,43 @@ func errorFrame(r refusal) []byte {
 	b = jsjson.AppendString(b, r.text)
 	b = append(b, `,"reason":`...)
 	b = jsjson.AppendString(b, r.reason)
+	return append(b, '}')
+}
+
+// liveErrorFrame is errorFrame for a refused compile or typeAt: with its
+// "id", so that the page tells it from a refused change and shows it
+// quietly.
+func liveErrorFrame(r refusal, id int64) []byte {
+	b := errorFrame(r)
+	b = append(b[:len(b)-1], `,"id":`...)
+	b = strconv.AppendInt(b, id, 10)
+	return append(b, '}')
+}
+
+// compiledFrame answers a compile: what the compiler (or, for
+// JavaScript, the parser) said of the source, and, when it could not say
+// (the compiler was stopped), why in "error".
+func compiledFrame(id int64, diags []model.Diagnostic, why string) []byte {
+	if diags == nil {
+		diags = []model.Diagnostic{}
+	}
+	b := []byte(`{"type":"compiled","id":`)
+	b = strconv.AppendInt(b, id, 10)
+	b = append(b, `,"diagnostics":`...)
+	b = append(b, mustJSON(diags)...)
+	if why != "" {
+		b = append(b, `,"error":`...)
+		b = jsjson.AppendString(b, why)
+	}
+	return append(b, '}')
+}
+
+// typeAtFrame answers a typeAt: the type at the place asked, "" where
+// nothing has one.
+func typeAtFrame(id int64, text string) []byte {
+	b := []byte(`{"type":"typeAt","id":`)
+	b = strconv.AppendInt(b, id, 10)
+	b = append(b, `,"text":`...)
+	b = jsjson.AppendString(b, text)
 	return append(b, '}')
 }

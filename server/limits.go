@@ -87,6 +87,18 @@ const (
 	// the sandbox included: past it the sandbox is closed and the check
 	// ends as an error.
 	codeCheckDeadline = 20 * time.Second
+
+	// Live compiles and types under the pointer (live.go, issue 52): an
+	// allowance per connection of its own, apart from the checks'. A page
+	// asks at each pause in typing (300 ms) and when the pointer rests:
+	// fast typing asks about 3 a second.
+	liveConnRate  = 5 // a second, per connection
+	liveConnBurst = 30
+
+	// maxLiveKept bounds the live compiles kept for the next same source
+	// (liveCompiles.kept): a class's skeleton and its variants, each a
+	// few KiB of messages and the .cmt (32 KB for the lesson's module).
+	maxLiveKept = 256
 )
 
 // retryIn says when to try again after a refusal that ends in d: whole

@@ -64,6 +64,9 @@ type Server struct {
 	renderers errorRenderers
 	// checker runs the sessions' code checks (code.go); it has its own lock.
 	checker *checker
+	// live answers the students' compile and typeAt frames (live.go); it
+	// has its own lock.
+	live *liveCompiles
 
 	mu        sync.Mutex
 	sessions  map[string]*session
@@ -140,6 +143,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.metrics = newMetrics(s.sessionCount)
 	s.checker = newChecker(cfg.Logger, cfg.CodeWorkers, cfg.ReScript, s.metrics)
+	s.live = newLiveCompiles(cfg.Logger, cfg.ReScript, s.metrics)
 	s.overview = newOverview(s.tableIn, func(rows []sessionRow) classSummary {
 		return summarize(rows, s.cfg.Now(), s.cfg.StuckAfter)
 	})
@@ -247,6 +251,7 @@ func (s *Server) closeSockets(ctx context.Context, why closeReason) error {
 	}
 	s.overview.stop()
 	s.checker.stop()
+	s.live.stop()
 
 	var closers sync.WaitGroup
 	for _, c := range open {

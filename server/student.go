@@ -154,6 +154,8 @@ func (s *Server) serveStudent(ws *websocket.Conn, sess *session, remote string) 
 	log := s.log.With("session", sess.id, "role", model.Student.String(), "remote", remote)
 	c := s.newConn(ws, model.Student, log)
 	c.remote = remote
+	c.live.svc = s.live
+	defer s.live.drop(c)
 	if !s.attach(c) {
 		return
 	}

@@ -19,6 +19,7 @@
 // lab.js calls initCode once, renderCode with every state and codeRefused
 // with every error frame.
 
+import { liveAnswer, startLive } from "./live.js";
 import { el, list, num, setData, setText, str } from "./dom.js";
 import { DiagramView } from "./diagram.js";
 import { initSteps, showSteps } from "./codesteps.js";
@@ -114,6 +115,10 @@ const STATUS_WORDS = {
 
 const panel = {
   send: null, // (frame) => bool, lab.js's send
+  sendLive: null, // (frame) => bool, lab.js's quiet send (live.js)
+  types: false, // the lab says types under the pointer (GET /code.json)
+  liveNote: null, // what the compiler says as the student types, in words
+  liveCode: null, // the live compile shown, as a code object
   key: "", // the localStorage key of this session's drafts (lab.code.<id>)
   config: null, // the promise of /code.json's answer, once asked
   languages: ["javascript"], // the languages the lab offers
@@ -168,10 +173,11 @@ const panel = {
 // send(frame) sends a frame on the page's socket and returns whether it did;
 // sessionId names the draft and the failure's drawing; play(frame) sends a
 // frame of a case played in the lab (codesteps.js).
-export function initCode(section, { send, sessionId, play }) {
+export function initCode(section, { send, sendLive, sessionId, play }) {
   if (!section || !sessionId) return;
   initSteps({ sessionId, play });
   panel.send = send;
+  panel.sendLive = sendLive ?? (() => false);
   panel.section = section;
   panel.key = `lab.code.${sessionId}`;
 
@@ -214,9 +220,11 @@ export function initCode(section, { send, sessionId, play }) {
   panel.keysNote = el(
     "p",
     "hint",
-    "In the editor Tab indents; to leave the editor press Esc, then Tab (or Shift+Tab). Ctrl+Enter checks.",
+    "In the editor Tab indents; to leave the editor press Esc, then Tab (or Shift+Tab). Ctrl+Enter checks. The compiler's messages are marked as you type, at each pause. In ReScript, Ctrl+I says the type of the name at the cursor; resting the pointer on a name shows it too.",
   );
   panel.keysNote.id = "code-keys";
+  panel.liveNote = el("p", "hint code-live-note");
+  panel.liveNote.id = "code-live-note";
 
   const actions = el("div", "actions");
   panel.check = el("button", "", "Check");
@@ -242,6 +250,7 @@ export function initCode(section, { send, sessionId, play }) {
     label,
     editorBox,
     panel.keysNote,
+    panel.liveNote,
     actions,
     panel.status,
     buildDiagnostics(),
@@ -517,10 +526,13 @@ function applyConfig(config) {
   const offered = list(cfg.languages).filter((l) => Object.hasOwn(LANGUAGES, l));
   panel.languages = offered.length > 0 ? offered : ["javascript"];
   const rescript = panel.languages.includes("rescript");
+  panel.types = rescript && cfg.rescript?.types === true;
   for (const [lang, radio] of Object.entries(panel.radios)) radio.parentElement.hidden = !panel.languages.includes(lang);
   panel.langBox.hidden = panel.languages.length < 2;
   if (rescript) {
-    const version = str(cfg.rescript?.version);
+    // The number alone; a lab before issue 52 sent the compiler's own
+    // "ReScript 12.2.0".
+    const version = str(cfg.rescript?.version).replace(/^ReScript\s+/, "");
     setText(
       panel.langNote,
       `ReScript${version ? ` ${version}` : ""} is compiled with the lesson's flags: a case a switch forgets, or an unused variable, stops the build (name a parameter you do not use yet with a leading _, as _raw).`,
@@ -675,6 +687,36 @@ function makeEditor() {
   panel.editor = editor;
   window.labCodeEditor = editor; // for the browser tests and the curious
   if (panel.last) markError(panel.last);
+  startLive(editor, {
+    send: (frame) => panel.sendLive(frame),
+    lang: () => panel.lang,
+    types: () => panel.types,
+    show: showLive,
+    say: (text) => setText(panel.liveNote, text),
+  });
+}
+
+// codeLive takes a compiled, typeAt or error frame with an id (live.js's).
+export function codeLive(frame) {
+  liveAnswer(frame);
+}
+
+// showLive shows what the compiler said of the editor's text as it was
+// typed, in place of the messages shown before (a check's or an earlier
+// live compile's): marked in the editor and listed under it.
+function showLive(diagnostics, lang, error) {
+  if (lang !== panel.lang) return;
+  const errors = diagnostics.filter((d) => d?.severity === "error").length;
+  const code = { live: true, language: lang, compiler: diagnostics, status: errors > 0 ? "error" : "passed" };
+  panel.liveCode = code;
+  let note = "As you type: the compiler says nothing.";
+  if (error) note = `As you type: ${error}`;
+  else if (errors > 0) note = `As you type: ${errors} problem${errors === 1 ? "" : "s"}, listed below.`;
+  else if (diagnostics.length > 0) note = "As you type: the compiler's warnings are listed below.";
+  setText(panel.liveNote, note);
+  setData(panel.section, "live", String(diagnostics.length));
+  showDiagnostics(code);
+  markError(code);
 }
 
 function source() {
@@ -885,7 +927,7 @@ function markError(code) {
     panel.marked = [];
     panel.gutters = [];
     if (!code || languageOf(code) !== panel.lang) return;
-    if (panel.lang === "rescript") {
+    if (panel.lang === "rescript" || code.live) {
       for (const d of diagnostics(code)) markRange(editor, d);
       return;
     }
@@ -943,10 +985,13 @@ function diagnosticText(d) {
 function showDiagnostics(code) {
   const items = diagnostics(code);
   panel.diag.hidden = items.length === 0;
-  const key = JSON.stringify([num(code?.submission), items]);
+  const title = refused(code) ? `Compiler errors: ${problems(code)}` : "Compiler warnings";
+  setText(panel.diagTitle, code?.live ? `${title}, as you type` : title);
+  // The same messages (a check's, then the live compile's of the same
+  // text) keep their items: a focused one stays focused.
+  const key = JSON.stringify([languageOf(code), items]);
   if (key === panel.diagKey) return;
   panel.diagKey = key;
-  setText(panel.diagTitle, refused(code) ? `Compiler errors: ${problems(code)}` : "Compiler warnings");
   panel.diagList.replaceChildren(
     ...items.map((d, i) => {
       const li = el("li", d.severity === "warning" ? "code-diagnostic warning" : "code-diagnostic error");

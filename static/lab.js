@@ -44,7 +44,7 @@ import {
   renderExercise,
 } from "./exercise.js";
 import { diagramSection } from "./diagram.js";
-import { codeRefused, initCode, renderCode } from "./code.js";
+import { codeLive, codeRefused, initCode, renderCode } from "./code.js";
 
 // PREDICTION_REQUIRED is what the page says when the class requires a
 // prediction and a delivery had none (the error frame's reason
@@ -332,6 +332,10 @@ function receive(frame) {
     live.succeeded();
     render(frame);
     diagram?.changed(seq);
+  } else if (frame?.type === "compiled" || frame?.type === "typeAt" || (frame?.type === "error" && typeof frame.id === "number")) {
+    // The compiler as the student types (live.js): never a change, and
+    // its refusals are said quietly under the editor.
+    codeLive(frame);
   } else if (frame?.type === "error") {
     // A refused frame: whatever this tab was waiting for will not come.
     endStartHold();
@@ -876,6 +880,13 @@ initExercise();
 initCode(byId("code"), {
   sessionId,
   send: (frame) => send(frame, "Check"),
+  // What the compiler says as the student types: sent only when it can
+  // be, and nothing said when not.
+  sendLive: (frame) => {
+    if (observing || !live.open) return false;
+    live.send(JSON.stringify(frame));
+    return true;
+  },
   play: (frame) => send(frame, "Play this case in the lab"),
 });
 if (sessionId === "") {

@@ -16,5 +16,5 @@ import "embed"
 // the student's failure step by step and its branches, casesboard.js the
 // console's case tools.
 //
-//go:embed lab.html lab.css lab.js dom.js exercise.js exercise.css progress.js diagram.js diagram.css instructor.html instructor-login.html instructor.css instructor.js instructor-login.js join.html join.css projector.html projector.css projector.js classes.js classtitle.js code.js code.css codeboard.js codesteps.js codesteps.css casesboard.js casesboard.css ToolCall.res rescript-mode.js vendor
+//go:embed lab.html lab.css lab.js dom.js exercise.js exercise.css progress.js diagram.js diagram.css instructor.html instructor-login.html instructor.css instructor.js instructor-login.js join.html join.css projector.html projector.css projector.js classes.js classtitle.js code.js code.css codeboard.js codesteps.js codesteps.css live.js casesboard.js casesboard.css ToolCall.res rescript-mode.js vendor
 var Files embed.FS

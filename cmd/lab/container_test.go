@@ -116,6 +116,7 @@ func (e *engine) buildAndRun(t *testing.T) {
 	c.writeChecks(t)
 	c.execChecks(t, img, build)
 	t.Run("rescript", func(t *testing.T) { c.rescriptCheck(t) })
+	t.Run("live", func(t *testing.T) { c.liveCheck(t) })
 
 	// A change before SIGTERM, read after the restart on the same /data.
 	id := uuid.NewString()
@@ -1170,4 +1171,47 @@ func (c *container) rescriptCheck(t *testing.T) {
 		t.Skipf("the lab has no ReScript server side yet (GET /code.json answers 404); the submission got %s", outcome)
 	}
 	t.Fatalf("ToolCall.res did not pass in the container (GET /code.json %d): %s\nlab log:\n%s", codeJSON, outcome, c.stderr.String())
+}
+
+// liveCheck asks the lab in the image, as a page does while a student
+// types (issue 52), for the type of accept in the lesson's ToolCall.res:
+// rescript-editor-analysis.exe is in the image beside bsc.exe, and runs
+// under the read-only root.
+func (c *container) liveCheck(t *testing.T) {
+	source, err := os.ReadFile("testdata/ToolCall.res")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(string(source), "let accept")
+	if i < 0 {
+		t.Fatal("no accept in testdata/ToolCall.res")
+	}
+	line := strings.Count(string(source[:i]), "\n") + 1
+	ws, _ := c.socket(t, uuid.NewString())
+	defer ws.Close(websocket.StatusNormalClosure, "")
+	frame, _ := json.Marshal(map[string]any{"type": "typeAt", "id": 1, "language": "rescript", "source": string(source), "line": line, "column": 5})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := ws.Write(ctx, websocket.MessageText, frame); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, data, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatalf("waiting for the type: %v\nlab log:\n%s", err, c.stderr.String())
+		}
+		var f struct {
+			Type string
+			Text *string
+		}
+		if err := json.Unmarshal(data, &f); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case f.Type == "typeAt" && f.Text != nil && *f.Text == "(call, reply) => update":
+			return
+		case f.Type == "typeAt" || f.Type == "error":
+			t.Fatalf("accept's type in the container: %s\nlab log:\n%s", data, c.stderr.String())
+		}
+	}
 }

@@ -53,11 +53,13 @@ type bench struct {
 	// are spread over.
 	hallSize int
 	hallJoin time.Duration
-	self     string
-	stderr   io.Writer
+	// typing: the students typing beside the class (typing.go).
+	typists int
+	self    string
+	stderr  io.Writer
 }
 
-var allScenarios = []string{"rtt", "class", "idle", "throughput", "course", "slow", "scale", "replicas", "hostile", "check-burst", "hall"}
+var allScenarios = []string{"rtt", "class", "idle", "throughput", "course", "slow", "scale", "replicas", "hostile", "check-burst", "hall", "typing"}
 
 // allLabs are the lab's configurations: "default" is the lab started as the
 // README starts it (its SQLite file ./lab-data/lab.db, in a fresh temporary
@@ -98,7 +100,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*bench, error) {
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scen := fs.String("scenarios", "rtt,class,idle,throughput,course", "comma-separated scenarios: "+strings.Join(allScenarios, ", ")+" (scale is 5,000 connections, lab only, run once; replicas is the class on two lab replicas sharing -pg, lab only; hostile is the class with and without hostile programs checked, lab only; check-burst is a class pressing Check together, lab only; hall is a lecture hall behind one address joining, checking twice, and a flood from another, lab only)")
+	scen := fs.String("scenarios", "rtt,class,idle,throughput,course", "comma-separated scenarios: "+strings.Join(allScenarios, ", ")+" (scale is 5,000 connections, lab only, run once; replicas is the class on two lab replicas sharing -pg, lab only; hostile is the class with and without hostile programs checked, lab only; check-burst is a class pressing Check together, lab only; hall is a lecture hall behind one address joining, checking twice, and a flood from another, lab only; typing is the class while students type and the compiler answers, lab only)")
 	labs := fs.String("labs", "default,memory,postgres", "comma-separated lab configurations: default (SQLite file, as the README starts it), memory (-data :memory:), postgres (one replica on a fresh database on -pg's server; rtt and throughput only, skipped without -pg; rtt measures the cluster's durable one-row INSERT beside it, the goal's yardstick, so measure it on a cluster with fsync on, as deployed, never CI's fsync=off one: e.g. as the postgres user, initdb -D DIR -A trust && pg_ctl -D DIR -o \"-c fsync=on -c synchronous_commit=on -p 5433\" start, then -pg postgres://postgres@127.0.0.1:5433/postgres)")
 	b := &bench{stderr: stderr}
 	fs.BoolVar(&b.fixed, "fixed-baseline", true, "also measure the baseline with fixed 2.6 KB frames (column fixed-baseline), issue 14's \"about 3 KB\", and judge the goals against it in a second table")
@@ -119,6 +121,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*b
 	fs.IntVar(&b.burstSessions, "burst-sessions", 30, "check-burst: sessions that submit at once, from one address")
 	fs.IntVar(&b.hallSize, "hall-size", 200, "hall: students behind one address")
 	fs.DurationVar(&b.hallJoin, "hall-join", 30*time.Second, "hall: how long the students' joins are spread over")
+	fs.IntVar(&b.typists, "typists", 30, "typing: students each compiling a different source once a second, from one address")
 	burstModules := fs.String("burst-modules", strings.Join(defaultBurstModules, ","), "check-burst: comma-separated module files under the module's root; the extension names the language (.js JavaScript, .res ReScript)")
 	fs.StringVar(&b.labBin, "lab-bin", getenv("LABBENCH_LAB_BIN"), "lab binary to measure (default: go build ./cmd/lab into a temp dir)")
 	fs.StringVar(&b.pgURL, "pg", getenv("LAB_PG_URL"), "replicas: postgres:// URL of a scratch database both replicas use; the postgres lab makes a database of its own on its server (default $LAB_PG_URL)")
@@ -156,6 +159,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*b
 		if !set["hall-join"] {
 			b.hallJoin = time.Second
 		}
+		def("typists", &b.typists, 3)
 	}
 	// In -short the hostile students stop with the class, a check or two
 	// in: a pass over every program takes seconds.
@@ -305,7 +309,7 @@ func (b *bench) run(ctx context.Context, stdout io.Writer) error {
 				}
 				order = slices.DeleteFunc(order, func(t target) bool { return !isLab(t.name) })
 			}
-			if sc == "replicas" || sc == "hostile" || sc == "check-burst" || sc == "hall" {
+			if sc == "replicas" || sc == "hostile" || sc == "check-burst" || sc == "hall" || sc == "typing" {
 				// Replicas have their own store (PostgreSQL), and the code
 				// check never touches one, so one lab configuration stands
 				// for all; the baseline has neither.
@@ -426,6 +430,8 @@ func (b *bench) measure(ctx context.Context, sc string, t target) (m metrics, er
 		return b.checkBurst(ctx, t)
 	case "hall":
 		return b.hall(ctx, t)
+	case "typing":
+		return b.typing(ctx, t)
 	}
 	srv, stop, err := launch(ctx, t)
 	if err != nil {
@@ -667,7 +673,7 @@ func rows(b *bench) []row {
 		{scenario: "scale", metric: scaleName, goal: goal{def: 100, onLab: true}, derived: func(r results, server string) (float64, bool) {
 			return r.median("scale", server, "last-tab p99 ms")
 		}, headline: fmt.Sprintf("scale: %d connections on %d sessions, last tab's p99 ms", b.scaleSessions*b.scaleTabs, b.scaleSessions)},
-	}, slices.Concat(courseRows(b), hostileRows(b), checkBurstRows(b), hallRows(b))...)
+	}, slices.Concat(courseRows(b), hostileRows(b), checkBurstRows(b), hallRows(b), typingRows(b))...)
 }
 
 func (rw row) value(r results, server string) (float64, bool) {

@@ -17,8 +17,10 @@ import (
 var (
 	headerRE = regexp.MustCompile(`^\s*(Warning number (\d+)( \(configured as error\))?|We've found a bug for you!|Syntax error!)\s*$`)
 	placeRE  = regexp.MustCompile(`^\s*\S+\.res:(\d+):(\d+)(?:-(\d+)(?::(\d+))?)?\s*$`)
-	frameRE  = regexp.MustCompile(`^\s*(\d+|\.)\s+│`)
-	ansiRE   = regexp.MustCompile("\x1b\\[[0-9;]*m")
+	// A frame's line: its number (or "." for lines left out) and "│", or
+	// "│" alone where the compiler wraps a long line of the source.
+	frameRE = regexp.MustCompile(`^\s*(?:(?:\d+|\.)\s+)?│`)
+	ansiRE  = regexp.MustCompile("\x1b\\[[0-9;]*m")
 )
 
 // maxDiagnostics bounds the messages kept of one compile.

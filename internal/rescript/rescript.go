@@ -78,9 +78,12 @@ var ErrNotFound = errors.New("no ReScript compiler found")
 
 // Compiler is a ReScript 12 compiler and its runtime.
 type Compiler struct {
-	bin     string // bsc.exe
-	runtime string // @rescript/runtime: lib/ocaml for the compiler, lib/es6 for the bundle
-	version string
+	bin string // bsc.exe
+	// analysis is rescript-editor-analysis.exe beside bsc.exe, which
+	// says the type under the pointer (analysis.go); "" without one.
+	analysis string
+	runtime  string // @rescript/runtime: lib/ocaml for the compiler, lib/es6 for the bundle
+	version  string
 }
 
 // Version is the compiler's own word for its version ("ReScript 12.2.0").
@@ -129,7 +132,7 @@ func Find(setting string, lookPath func(string) (string, error)) (*Compiler, err
 		return nil, fmt.Errorf("%s says it is %q; the lesson needs ReScript 12 (npm install rescript@12.2.0)", bin, clip(version, 80))
 	}
 	rt, _ = filepath.Abs(rt)
-	return &Compiler{bin: bin, runtime: rt, version: version}, nil
+	return &Compiler{bin: bin, runtime: rt, version: version, analysis: analysisBeside(bin)}, nil
 }
 
 // Output is a compile's outcome: what the compiler said (errors and

@@ -8,10 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/evanw/esbuild/pkg/api"
+
+	"github.com/toolcall-lab/lab/model"
 )
 
 // sandboxEnv, set in a child of the lab's own executable, makes this
@@ -40,71 +44,16 @@ func init() {
 // compiler it starts), runs the compiler on the module, reads what it said
 // and bundles what it wrote.
 func compileHere(j job) answer {
-	for _, l := range []struct {
-		res int
-		cur uint64
-	}{
-		{syscall.RLIMIT_CPU, uint64(CompileCPU.Seconds())},
-		{syscall.RLIMIT_DATA, CompileMemory},
-		{syscall.RLIMIT_FSIZE, maxFileBytes},
-		{syscall.RLIMIT_NOFILE, 64},
-		{syscall.RLIMIT_CORE, 0},
-	} {
-		max := l.cur
-		if l.res == syscall.RLIMIT_CPU {
-			max++ // SIGXCPU first, then SIGKILL a second later
-		}
-		if err := syscall.Setrlimit(l.res, &syscall.Rlimit{Cur: l.cur, Max: max}); err != nil {
-			return answer{Kind: Crashed, Message: "The lab could not start the compiler safely; check the program again."}
-		}
+	if err := capSelf(CompileCPU); err != nil {
+		return *err
 	}
 	// The sandbox, and so the compiler, runs at SCHED_IDLE (idle.Start):
 	// a compile takes only a core the students' changes leave.
-
-	cmd := exec.Command(j.Bin, "-color", "never",
-		"-I", filepath.Join(j.Runtime, "lib", "ocaml"),
-		"-bs-package-name", packageName,
-		"-bs-package-output", "esmodule:.:.res.js",
-		"-warn-error", WarnError,
-		moduleFile)
-	cmd.Dir, cmd.Env = j.Dir, []string{}
-	var said bytes.Buffer
-	over := &limited{w: &said, n: maxMessages}
-	cmd.Stdout, cmd.Stderr = over, over
-	err := cmd.Start()
-	if err == nil {
-		over.stop = func() { _ = cmd.Process.Kill() }
-		err = cmd.Wait()
-	}
-	if over.over {
-		return answer{Kind: TooMuchOutput, Message: fmt.Sprintf("The compiler printed more than %d KiB about this program and was stopped.", maxMessages>>10)}
-	}
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			switch ws.Signal() {
-			case syscall.SIGXCPU, syscall.SIGKILL:
-				return answer{Kind: TooLong, Message: fmt.Sprintf("The compiler took longer than %v of CPU time on this program and was stopped.", CompileCPU)}
-			case syscall.SIGXFSZ:
-				return answer{Kind: TooMuchOutput, Message: fmt.Sprintf("The compiler wrote more than %d MiB for this program and was stopped.", maxFileBytes>>20)}
-			}
-			return answer{Kind: Crashed, Message: fmt.Sprintf("The compiler stopped (%v) on this program.", ws.Signal())}
-		}
-		if strings.Contains(said.String(), "Out of memory") || strings.Contains(said.String(), "out of memory") {
-			return answer{Kind: OutOfMemory, Message: fmt.Sprintf("The compiler needed more than %d MiB for this program and was stopped.", CompileMemory>>20)}
-		}
-	} else if err != nil {
-		return answer{Kind: Crashed, Message: "The lab could not run the compiler; check the program again."}
-	}
-	diags := ParseDiagnostics(said.String())
-	refused := err != nil
-	for _, d := range diags {
-		refused = refused || d.Severity == "error"
+	diags, refused, fail := build(j.Bin, j.Runtime, j.Dir, CompileCPU)
+	if fail != nil {
+		return *fail
 	}
 	if refused {
-		if len(diags) == 0 {
-			return answer{Kind: Crashed, Message: "The compiler refused the program without saying why: " + clip(strings.TrimSpace(said.String()), 300)}
-		}
 		return answer{Diagnostics: diags, Refused: true}
 	}
 	compiled := filepath.Join(j.Dir, strings.TrimSuffix(moduleFile, ".res")+".res.js")
@@ -122,6 +71,80 @@ func compileHere(j job) answer {
 		return *aerr
 	}
 	return answer{JS: out, Diagnostics: diags}
+}
+
+// capSelf caps the sandbox's process, and so every process it starts:
+// cpu of CPU time each (SIGXCPU, then SIGKILL a second later), and the
+// memory, file-size, open-file and core caps of a compile.
+func capSelf(cpu time.Duration) *answer {
+	for _, l := range []struct {
+		res int
+		cur uint64
+	}{
+		{syscall.RLIMIT_CPU, uint64(max(cpu.Seconds(), 1))},
+		{syscall.RLIMIT_DATA, CompileMemory},
+		{syscall.RLIMIT_FSIZE, maxFileBytes},
+		{syscall.RLIMIT_NOFILE, 64},
+		{syscall.RLIMIT_CORE, 0},
+	} {
+		max := l.cur
+		if l.res == syscall.RLIMIT_CPU {
+			max++ // SIGXCPU first, then SIGKILL a second later
+		}
+		if err := syscall.Setrlimit(l.res, &syscall.Rlimit{Cur: l.cur, Max: max}); err != nil {
+			return &answer{Kind: Crashed, Message: "The lab could not start the compiler safely; check the program again."}
+		}
+	}
+	return nil
+}
+
+// build runs the compiler (bin, with the runtime's lib/ocaml) on dir's
+// module with the lesson's flags, under the caps the caller set (cpu is
+// its CPU cap, for the sentence), and reads what it said, and whether it
+// refused the build. A compiler that ended without saying why, or was
+// stopped, is fail.
+func build(bin, runtime, dir string, cpu time.Duration) (diags []model.Diagnostic, refused bool, fail *answer) {
+	cmd := exec.Command(bin, "-color", "never",
+		"-I", filepath.Join(runtime, "lib", "ocaml"),
+		"-bs-package-name", packageName,
+		"-bs-package-output", "esmodule:.:.res.js",
+		"-warn-error", WarnError,
+		moduleFile)
+	cmd.Dir, cmd.Env = dir, []string{}
+	var said bytes.Buffer
+	over := &limited{w: &said, n: maxMessages}
+	cmd.Stdout, cmd.Stderr = over, over
+	err := cmd.Start()
+	if err == nil {
+		over.stop = func() { _ = cmd.Process.Kill() }
+		err = cmd.Wait()
+	}
+	if over.over {
+		return nil, false, &answer{Kind: TooMuchOutput, Message: fmt.Sprintf("The compiler printed more than %d KiB about this program and was stopped.", maxMessages>>10)}
+	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			switch ws.Signal() {
+			case syscall.SIGXCPU, syscall.SIGKILL:
+				return nil, false, &answer{Kind: TooLong, Message: fmt.Sprintf("The compiler took longer than %v of CPU time on this program and was stopped.", cpu)}
+			case syscall.SIGXFSZ:
+				return nil, false, &answer{Kind: TooMuchOutput, Message: fmt.Sprintf("The compiler wrote more than %d MiB for this program and was stopped.", maxFileBytes>>20)}
+			}
+			return nil, false, &answer{Kind: Crashed, Message: fmt.Sprintf("The compiler stopped (%v) on this program.", ws.Signal())}
+		}
+		if strings.Contains(said.String(), "Out of memory") || strings.Contains(said.String(), "out of memory") {
+			return nil, false, &answer{Kind: OutOfMemory, Message: fmt.Sprintf("The compiler needed more than %d MiB for this program and was stopped.", CompileMemory>>20)}
+		}
+	} else if err != nil {
+		return nil, false, &answer{Kind: Crashed, Message: "The lab could not run the compiler; check the program again."}
+	}
+	diags = ParseDiagnostics(said.String())
+	if err != nil && len(diags) == 0 {
+		return nil, false, &answer{Kind: Crashed, Message: "The compiler refused the program without saying why: " + clip(strings.TrimSpace(said.String()), 300)}
+	}
+	refused = err != nil || slices.ContainsFunc(diags, func(d model.Diagnostic) bool { return d.Severity == model.SeverityError })
+	return diags, refused, nil
 }
 
 // bundle makes the compiled module one ES module: what it imports of the
