@@ -291,10 +291,11 @@ func (s *session) codeOf() (*codeRow, *model.Failure) {
 //     it was checked, nor takes a second worker;
 //   - a running check whose input a newer one replaced is cancelled (its
 //     result would be shown to no one), freeing its worker;
-//   - a second check runs beside the first only while the class is quiet
-//     (no change for classQuiet, activity): checks below the class in
-//     priority (SCHED_IDLE) were measured not to be enough, a class's
-//     changes being slower whenever both cores are busy at all.
+//   - a check takes a core only when no check or live compile holds one,
+//     or while the class is quiet (no change for classQuiet:
+//     activity.claim): checks below the class in priority (SCHED_IDLE)
+//     were measured not to be enough, a class's changes being slower
+//     whenever both cores are busy at all.
 //
 // Ownership: mu guards line, running, earlier, done, workers and stopped;
 // class is atomic, marked by every session's submit. A worker goroutine is
@@ -366,12 +367,33 @@ func (k *checker) keep(key [32]byte, out checkOutcome) {
 const classQuiet = 250 * time.Millisecond
 
 // activity is when the class last made a change: nanoseconds since base,
-// on the monotonic clock. Every session's submit writes it, the checker's
-// workers read it; an atomic, no lock.
+// on the monotonic clock, and how many jobs of students' code (checks,
+// live compiles) hold a core. Every session's submit writes last, the
+// checker's and the live compiler's workers read it and claim cores;
+// atomics, no lock.
 type activity struct {
 	base time.Time
 	last atomic.Int64
+	busy atomic.Int32
 }
+
+// claim takes a core for a job of students' code: at once when no such
+// job runs, or when the class has made no change for classQuiet; else it
+// says how long until the class will have been quiet that long. Checks
+// and live compiles claim from the same count, so that while the class
+// makes changes they take one core between them. release gives it back.
+func (a *activity) claim() (wait time.Duration, ok bool) {
+	if a.busy.CompareAndSwap(0, 1) {
+		return 0, true
+	}
+	if wait := a.quietIn(classQuiet); wait > 0 {
+		return wait, false
+	}
+	a.busy.Add(1)
+	return 0, true
+}
+
+func (a *activity) release() { a.busy.Add(-1) }
 
 // start makes a quiet since long before now.
 func (a *activity) start() {
@@ -488,9 +510,9 @@ func (k *checker) work() {
 		earlier := k.earlier[s]
 		key := in.Key()
 		out, hit := k.done[key]
-		if !hit && len(k.running) > 0 {
+		if !hit {
 			// A kept outcome takes no core; a check waits for its own.
-			if wait := k.class.quietIn(classQuiet); wait > 0 {
+			if wait, ok := k.class.claim(); !ok {
 				k.mu.Unlock()
 				k.sleep(wait)
 				continue
@@ -509,6 +531,7 @@ func (k *checker) work() {
 			k.kept.Inc()
 		} else {
 			out = k.run(ctx, in)
+			k.class.release()
 			k.ran.Inc()
 		}
 		own := out // the input's alone: what another session may take

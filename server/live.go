@@ -90,6 +90,10 @@ type liveCompiles struct {
 	cancel context.CancelFunc
 	max    int
 	counts *prometheus.CounterVec // lab_live_compiles_total by how
+	// class is the checker's: a live compile claims a core from the same
+	// count as the checks, so that while the class makes changes the
+	// students' code, checked or compiled, takes one core.
+	class *activity
 
 	mu      sync.Mutex
 	queue   *fair.Queue[*conn, liveAsk]
@@ -109,9 +113,9 @@ type liveKept struct {
 	types []byte
 }
 
-func newLiveCompiles(log *slog.Logger, c Compiler, m *metrics) *liveCompiles {
+func newLiveCompiles(log *slog.Logger, c Compiler, m *metrics, class *activity) *liveCompiles {
 	ctx, cancel := context.WithCancel(context.Background())
-	k := &liveCompiles{log: log, ctx: ctx, cancel: cancel, max: runtime.NumCPU(),
+	k := &liveCompiles{log: log, ctx: ctx, cancel: cancel, max: runtime.NumCPU(), class: class,
 		queue: fair.New[*conn, liveAsk](), kept: make(map[[32]byte]liveKept)}
 	if lc, ok := c.(LiveCompiler); ok && c != nil {
 		k.live, k.types = lc.Live(k.max), lc.Types()
@@ -201,23 +205,42 @@ func (k *liveCompiles) work() {
 	defer k.wg.Done()
 	for {
 		k.mu.Lock()
-		c, a, ok := k.queue.Take()
+		_, a, ok := k.queue.Peek()
 		if !ok || k.stopped {
-			if ok {
-				k.queue.Done(c)
-			}
 			k.workers--
 			k.mu.Unlock()
 			return
 		}
+		_, kept := k.kept[liveKey(a.source)]
+		if !kept || a.typeAt {
+			if wait, ok := k.class.claim(); !ok {
+				k.mu.Unlock()
+				k.sleep(wait)
+				continue
+			}
+		}
+		c, a, _ := k.queue.Take()
 		k.mu.Unlock()
 		frame := k.run(a)
+		if !kept || a.typeAt {
+			k.class.release()
+		}
 		if frame != nil {
 			c.sendLive(frame)
 		}
 		k.mu.Lock()
 		k.queue.Done(c) // a job c asked meanwhile joins the back of the line
 		k.mu.Unlock()
+	}
+}
+
+// sleep waits d, or until the live compiler stops.
+func (k *liveCompiles) sleep(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-k.ctx.Done():
 	}
 }
 

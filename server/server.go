@@ -143,7 +143,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.metrics = newMetrics(s.sessionCount)
 	s.checker = newChecker(cfg.Logger, cfg.CodeWorkers, cfg.ReScript, s.metrics)
-	s.live = newLiveCompiles(cfg.Logger, cfg.ReScript, s.metrics)
+	s.live = newLiveCompiles(cfg.Logger, cfg.ReScript, s.metrics, &s.checker.class)
 	s.overview = newOverview(s.tableIn, func(rows []sessionRow) classSummary {
 		return summarize(rows, s.cfg.Now(), s.cfg.StuckAfter)
 	})
