@@ -213,7 +213,7 @@ func (x *Exercise) queued(seq uint64, call Call, m Message, pr parsedReply) {
 // delivered observes a delivery of m by by to before, in a session at run
 // number runs, with its result d (steps 2 to 9).
 func (x *Exercise) delivered(seq uint64, by Actor, runs int, before Call, m Message, d Delivery) {
-	if by != Student || m.From != Student {
+	if by != Student || m.From != Student || m.Lab {
 		return
 	}
 	after := d.Call
