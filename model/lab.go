@@ -223,7 +223,7 @@ const (
 type Event struct {
 	Kind       EventKind
 	By         Actor
-	Message    Message    // MessageQueued, MessageInjected: the message; MessageDelivered: only its ID
+	Message    Message    // MessageQueued, MessageInjected: the message; MessageDelivered, PracticeDrawn: only its ID
 	Name       string     // Renamed: the new name, already normalized
 	Deliver    bool       // MessageInjected: delivered in the same event
 	Prediction Prediction // MessageDelivered: what the student expected, NoPrediction if nothing

@@ -368,7 +368,7 @@ func (l *Lab) decidePractice(by Actor, code *Result, lim Limits) (Event, error) 
 	case l.heldBytes+bytes > lim.MaxHeldBytes:
 		return Event{}, &LimitError{Cap: "held text in bytes", Max: lim.MaxHeldBytes}
 	}
-	return Event{Kind: PracticeDrawn, By: by, Practice: &p}, nil
+	return Event{Kind: PracticeDrawn, By: by, Message: Message{ID: p.Message.ID}, Practice: &p}, nil
 }
 
 // planPractice works out the changes that make kind apply and the message

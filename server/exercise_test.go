@@ -279,6 +279,8 @@ func TestGradesAgreeWithTheBoard(t *testing.T) {
 	header, csvRows := grades(t, ts)
 	wantHeader := []string{"name", "class", "session", "step 1", "step 2", "step 3", "step 4", "step 5", "step 6", "step 7", "step 8", "step 9",
 		"steps done", "current step", "stuck", "predictions made", "predictions right", "last activity",
+		"mastery matchingReply", "mastery staleReply", "mastery duplicate", "mastery contradictory", "mastery deadline",
+		"mastery lateReply", "mastery staleDeadline", "mastery wrongCallId", "mastery malformedJson", "mastery wrongShape", "kinds mastered",
 		"code_submissions", "code_status", "code_passed", "code_cases", "code_property"}
 	if !slices.Equal(header, wantHeader) {
 		t.Fatalf("grades header %q", header)
