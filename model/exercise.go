@@ -131,13 +131,22 @@ func (x *Exercise) acted(seq uint64) {
 // Progress replays events on a new session and returns its exercise: what
 // an export or a grade computes from a stored log.
 func Progress(events []Event) (Exercise, error) {
+	l, err := replay(events)
+	if err != nil {
+		return Exercise{}, err
+	}
+	return l.exercise, nil
+}
+
+// replay applies events on a new session.
+func replay(events []Event) (*Lab, error) {
 	l := NewLab()
 	for i, e := range events {
 		if _, err := l.Apply(e); err != nil {
-			return Exercise{}, fmt.Errorf("replaying event %d: %w", i+1, err)
+			return nil, fmt.Errorf("replaying event %d: %w", i+1, err)
 		}
 	}
-	return l.exercise, nil
+	return l, nil
 }
 
 // IsDone reports whether step (1 to NumSteps) is done.

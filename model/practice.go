@@ -100,11 +100,9 @@ func (m Mastery) State(k DeliveryKind) string {
 // MasteryOf replays events on a new session and returns its mastery: what
 // an export or a grade computes from a stored log.
 func MasteryOf(events []Event) (Mastery, error) {
-	l := NewLab()
-	for i, e := range events {
-		if _, err := l.Apply(e); err != nil {
-			return Mastery{}, fmt.Errorf("replaying event %d: %w", i+1, err)
-		}
+	l, err := replay(events)
+	if err != nil {
+		return Mastery{}, err
 	}
 	return l.mastery, nil
 }

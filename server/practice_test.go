@@ -299,12 +299,6 @@ func TestInjectPractice(t *testing.T) {
 	}
 	// The board's counts per kind: each has one right in a row of its own
 	// kind now (learning), and the first a matching reply right.
-	ws, _, err := dialInstructor(ts, bearerHeader(testToken))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.CloseNow()
-	f := readInstructor(t, ws)
 	var sum struct {
 		Exercise struct {
 			Mastery []struct {
@@ -316,9 +310,7 @@ func TestInjectPractice(t *testing.T) {
 			} `json:"mastery"`
 		} `json:"exercise"`
 	}
-	if err := json.Unmarshal(f.raw, &sum); err != nil {
-		t.Fatal(err)
-	}
+	f := readOverview(t, ts, &sum)
 	m := sum.Exercise.Mastery
 	if len(m) != len(allKinds) || m[2].Kind != "duplicate" || m[2].Learning != 1 || m[2].New != 1 || m[4].Kind != "deadline" || m[4].Learning != 1 || m[0].Learning != 1 || m[0].New != 1 {
 		t.Fatalf("the board's mastery counts: %s", f.raw)
