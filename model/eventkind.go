@@ -15,6 +15,7 @@ const (
 	KindCodeSubmitted     = "code-submitted"
 	KindCaseAdded         = "case-added"
 	KindCaseRemoved       = "case-removed"
+	KindPracticeDrawn     = "practice-drawn"
 )
 
 // KindName is the name of e's kind. An injection delivered at once has a
@@ -40,6 +41,8 @@ func (e Event) KindName() string {
 		return KindCaseAdded
 	case CaseRemoved:
 		return KindCaseRemoved
+	case PracticeDrawn:
+		return KindPracticeDrawn
 	}
 	return fmt.Sprintf("unknown(%d)", e.Kind)
 }
@@ -66,6 +69,8 @@ func ParseKindName(name string) (kind EventKind, deliver bool, ok bool) {
 		return CaseAdded, false, true
 	case KindCaseRemoved:
 		return CaseRemoved, false, true
+	case KindPracticeDrawn:
+		return PracticeDrawn, false, true
 	}
 	return 0, false, false
 }

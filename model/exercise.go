@@ -131,13 +131,22 @@ func (x *Exercise) acted(seq uint64) {
 // Progress replays events on a new session and returns its exercise: what
 // an export or a grade computes from a stored log.
 func Progress(events []Event) (Exercise, error) {
+	l, err := replay(events)
+	if err != nil {
+		return Exercise{}, err
+	}
+	return l.exercise, nil
+}
+
+// replay applies events on a new session.
+func replay(events []Event) (*Lab, error) {
 	l := NewLab()
 	for i, e := range events {
 		if _, err := l.Apply(e); err != nil {
-			return Exercise{}, fmt.Errorf("replaying event %d: %w", i+1, err)
+			return nil, fmt.Errorf("replaying event %d: %w", i+1, err)
 		}
 	}
-	return l.exercise, nil
+	return l, nil
 }
 
 // IsDone reports whether step (1 to NumSteps) is done.
@@ -213,7 +222,7 @@ func (x *Exercise) queued(seq uint64, call Call, m Message, pr parsedReply) {
 // delivered observes a delivery of m by by to before, in a session at run
 // number runs, with its result d (steps 2 to 9).
 func (x *Exercise) delivered(seq uint64, by Actor, runs int, before Call, m Message, d Delivery) {
-	if by != Student || m.From != Student {
+	if by != Student || m.From != Student || m.Lab {
 		return
 	}
 	after := d.Call

@@ -167,6 +167,10 @@ const (
 	EmptyOutput                      // a completion with an empty output, still a completion
 	CurrentDeadline                  // a deadline for the current call
 	StaleDeadline                    // a deadline for the previous run; none at run-1
+	// PracticePreset draws each session's own next kind to practise, as
+	// the student's practice frame does (practice.go), set-up included;
+	// held only.
+	PracticePreset
 )
 
 var presetNames = [...]string{
@@ -181,6 +185,7 @@ var presetNames = [...]string{
 	EmptyOutput:        "emptyOutput",
 	CurrentDeadline:    "deadline",
 	StaleDeadline:      "staleDeadline",
+	PracticePreset:     "practice",
 }
 
 func (p Preset) String() string {
@@ -272,6 +277,8 @@ func (l *Lab) Preset(p Preset) (Injection, error) {
 			return Injection{}, errNoOlderRun
 		}
 		return Injection{Kind: DeadlineMessage, Key: older}, nil
+	case PracticePreset:
+		return Injection{}, fmt.Errorf("%w: a practice is drawn, set up and held by the lab, not resolved to one message", ErrPresetNotApplicable)
 	}
 	return Injection{}, fmt.Errorf("unknown preset %d", p)
 }

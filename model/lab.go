@@ -54,6 +54,10 @@ type Message struct {
 	// message 2". ID stays the protocol's id. Apply assigns Number from the
 	// queue, whatever an event's copy says, so a stored log need not keep it.
 	Number string
+	// Lab says the lab made the message for a practice (practice.go): the
+	// set-up's message or the one drawn. Like an instructor's message, it
+	// never ticks a step: the student did not make the case.
+	Lab bool
 }
 
 // messageNumber is the Number of the n-th message (from 1) queued by from.
@@ -94,6 +98,9 @@ type Receipt struct {
 	// if nothing; Right says whether ClassifyNotice(Notice) agrees.
 	Predicted Prediction
 	Right     bool
+	// Practice says the message delivered was the practice drawn
+	// (practice.go), which the delivery ends.
+	Practice bool
 }
 
 // Limits bound what one session may hold. Zero fields take the defaults.
@@ -157,6 +164,10 @@ const (
 	AddCase
 	// RemoveCase removes the instructor's case named Case.Name.
 	RemoveCase
+	// DrawPractice draws the next kind to practise, sets the call up for
+	// it and holds one message of it (practice.go); Code is the session's
+	// latest check, if any.
+	DrawPractice
 )
 
 // Command is one request to change a session.
@@ -172,6 +183,12 @@ type Command struct {
 	Lang    Language   // SubmitCode: the language Source is written in
 	Seed    uint64     // SubmitCode: the campaign's seed, below 2^53
 	Case    *Case      // AddCase (a pointer: Commands compare with ==)
+	// Code is the check of the session's latest submission, nil if none
+	// has ended: the situations it shows wrong join the choice of a
+	// practice's kind (DrawPractice, or Inject with PracticePreset). The
+	// server carries it; the event records what was drawn, so a replay
+	// needs no result.
+	Code *Result
 }
 
 // Injection is what an instructor injects: a preset, resolved against the
@@ -197,6 +214,7 @@ const (
 	CodeSubmitted   // a module was submitted for the code check: Source and Seed
 	CaseAdded       // an instructor's case joined the session's suite: Case
 	CaseRemoved     // an instructor's case left the session's suite: Case (its name only)
+	PracticeDrawn   // a practice was drawn: its set-up and its held message (Practice)
 )
 
 // Event is one change, as stored and replayed: applying a session's events in
@@ -205,7 +223,7 @@ const (
 type Event struct {
 	Kind       EventKind
 	By         Actor
-	Message    Message    // MessageQueued, MessageInjected: the message; MessageDelivered: only its ID
+	Message    Message    // MessageQueued, MessageInjected: the message; MessageDelivered, PracticeDrawn: only its ID
 	Name       string     // Renamed: the new name, already normalized
 	Deliver    bool       // MessageInjected: delivered in the same event
 	Prediction Prediction // MessageDelivered: what the student expected, NoPrediction if nothing
@@ -213,6 +231,7 @@ type Event struct {
 	Lang       Language   // CodeSubmitted: the language Source is written in
 	Seed       uint64     // CodeSubmitted: the campaign's seed
 	Case       *Case      // CaseAdded: the case, validated; CaseRemoved: its name (a pointer: Events compare with ==)
+	Practice   *Practice  // PracticeDrawn: what was drawn, why, and the changes it makes
 }
 
 // Lab is one student's lab session: the current call, the run counter, the
@@ -246,8 +265,13 @@ type Lab struct {
 	delivered []bool
 	waiting   int
 	// code is what the code check of the latest submission is a function
-	// of (code.go).
-	code CodeInput
+	// of (code.go); codeAt is the seq of that submission, 0 for none.
+	code   CodeInput
+	codeAt uint64
+	// mastery is the predictions by kind (practice.go); practice is the
+	// practice drawn and not yet delivered (Message 0: none).
+	mastery  Mastery
+	practice PracticeView
 }
 
 // NewLab returns a session at run-1, as the page starts.
@@ -312,6 +336,9 @@ func (l *Lab) Decide(cmd Command, lim Limits) (Event, error) {
 		if len(l.receipts) >= lim.MaxReceipts {
 			return Event{}, &LimitError{Cap: "receipts", Max: lim.MaxReceipts}
 		}
+		if cmd.Message == l.practice.Message && cmd.Predict == NoPrediction {
+			return Event{}, fmt.Errorf("%w: message %s is a practice; say what you expect first", ErrPredictionRequired, l.practice.Number)
+		}
 		return Event{Kind: MessageDelivered, By: cmd.By, Message: Message{ID: cmd.Message}, Prediction: cmd.Predict}, nil
 	case Rename:
 		name, err := NormalizeName(cmd.Name)
@@ -323,6 +350,8 @@ func (l *Lab) Decide(cmd Command, lim Limits) (Event, error) {
 		return l.decideInjection(cmd, lim)
 	case SubmitCode, AddCase, RemoveCase:
 		return l.decideCode(cmd)
+	case DrawPractice:
+		return l.decidePractice(cmd.By, cmd.Code, lim)
 	}
 	return Event{}, fmt.Errorf("unknown command kind %d", cmd.Kind)
 }
@@ -332,6 +361,12 @@ func (l *Lab) Decide(cmd Command, lim Limits) (Event, error) {
 // accepted one is whole: held, and delivered too when asked.
 func (l *Lab) decideInjection(cmd Command, lim Limits) (Event, error) {
 	in := cmd.Inject
+	if in.Preset == PracticePreset {
+		if in.Deliver {
+			return Event{}, errPracticeDelivered
+		}
+		return l.decidePractice(cmd.By, cmd.Code, lim)
+	}
 	if in.Preset != NoPreset {
 		resolved, err := l.Preset(in.Preset)
 		if err != nil {
@@ -391,14 +426,12 @@ func (l *Lab) Apply(e Event) (string, error) {
 // commit makes c, worked out by next at the current seq, the session's.
 func (l *Lab) commit(c change) {
 	l.runs, l.call, l.notice, l.accepted, l.name = c.runs, c.call, c.notice, c.accepted, c.name
-	l.exercise, l.draft, l.code = c.exercise, c.draft, c.code
+	l.exercise, l.draft, l.code, l.codeAt, l.practice = c.exercise, c.draft, c.code, c.codeAt, c.practice
+	if c.setup.ID != 0 {
+		l.hold(c.setup, c.setupParsed)
+	}
 	if c.queued.ID != 0 {
-		l.queue = append(l.queue, c.queued)
-		l.parsed = append(l.parsed, c.parsed)
-		l.delivered = append(l.delivered, false)
-		l.waiting++
-		l.heldBytes += len(c.queued.Raw)
-		l.numbered[numbering(c.queued.From)]++
+		l.hold(c.queued, c.parsed)
 	}
 	if r := &c.receipt; r.Message != 0 {
 		l.receipts = append(l.receipts, *r)
@@ -411,9 +444,20 @@ func (l *Lab) commit(c change) {
 			if r.Right {
 				l.right++
 			}
+			l.mastery.add(l.seq+1, *r, len(l.receipts), c.receiptRun)
 		}
 	}
 	l.seq++
+}
+
+// hold appends m, decoded as pr, to the queue.
+func (l *Lab) hold(m Message, pr parsedReply) {
+	l.queue = append(l.queue, m)
+	l.parsed = append(l.parsed, pr)
+	l.delivered = append(l.delivered, false)
+	l.waiting++
+	l.heldBytes += len(m.Raw)
+	l.numbered[numbering(m.From)]++
 }
 
 // Change is an event's effect, worked out by Prepare against the session as
@@ -474,22 +518,26 @@ type change struct {
 	parsed   parsedReply // queued's reply, decoded, kept when short (Lab.parsed)
 	receipt  Receipt     // appended to the receipts when its Message is not 0
 	code     CodeInput
+	codeAt   uint64
+	// receiptRun is the run current when receipt's message was delivered.
+	receiptRun string
+	// setup is a practice's set-up message (queued and delivered at
+	// once), appended before queued when its ID is not 0.
+	setup       Message
+	setupParsed parsedReply
+	practice    PracticeView
 }
 
 func (l *Lab) next(e Event) (change, error) {
-	c := change{runs: l.runs, call: l.call, notice: l.notice, accepted: l.accepted, name: l.name, exercise: l.exercise, draft: l.draft, code: l.code}
+	c := change{runs: l.runs, call: l.call, notice: l.notice, accepted: l.accepted, name: l.name, exercise: l.exercise, draft: l.draft, code: l.code,
+		codeAt: l.codeAt, practice: l.practice}
 	seq := l.seq + 1 // the seq this event will have
 	if e.By == Student && e.Kind != Renamed && e.Kind != MessageInjected {
 		c.exercise.acted(seq)
 	}
 	switch e.Kind {
 	case RunStarted:
-		c.runs++
-		c.call = Begin(runID(c.runs), CallID)
-		c.draft = Draft(c.call.Key)
-		c.notice = NoticeStarted
-		c.accepted = 0
-		c.exercise.runStarted()
+		c.startRun()
 	case MessageQueued, MessageInjected:
 		if e.Message.ID != len(l.queue)+1 {
 			return change{}, fmt.Errorf("queued message id %d, want %d", e.Message.ID, len(l.queue)+1)
@@ -520,24 +568,48 @@ func (l *Lab) next(e Event) (change, error) {
 		c.name = e.Name
 	case CodeSubmitted, CaseAdded, CaseRemoved:
 		c.code = l.code.next(e)
+		if e.Kind == CodeSubmitted {
+			c.codeAt = seq
+		}
+	case PracticeDrawn:
+		if err := l.nextPractice(&c, seq, e); err != nil {
+			return change{}, err
+		}
 	default:
 		return change{}, fmt.Errorf("unknown event kind %d", e.Kind)
 	}
 	return c, nil
 }
 
+// startRun begins the next run.
+func (c *change) startRun() {
+	c.runs++
+	c.call = Begin(runID(c.runs), CallID)
+	c.draft = Draft(c.call.Key)
+	c.notice = NoticeStarted
+	c.accepted = 0
+	c.exercise.runStarted()
+}
+
 // deliver applies m to the current call and records the receipt; the first
-// final reply of a run remembers which message brought it.
+// final reply of a run remembers which message brought it. Delivering the
+// practice drawn ends it.
 func (c *change) deliver(seq uint64, m Message, pr parsedReply, by Actor, p Prediction) {
 	d := explain(c.call, m, pr)
 	if !c.call.Status.Final() && d.Call.Status.Final() {
 		c.accepted = m.ID
+	}
+	c.receiptRun = c.call.Key.RunID
+	drawn := c.practice.Message != 0 && c.practice.Message == m.ID
+	if drawn {
+		c.practice = PracticeView{}
 	}
 	c.exercise.delivered(seq, by, c.runs, c.call, m, d)
 	c.call, c.notice = d.Call, d.Notice
 	c.receipt = Receipt{
 		Message: m.ID, Notice: d.Notice, By: by, Number: m.Number, From: m.From,
 		Why: d.Why, Kind: d.Kind, Predicted: p, Right: p != NoPrediction && ClassifyNotice(d.Notice) == p,
+		Practice: drawn,
 	}
 }
 
@@ -566,6 +638,10 @@ type LabView struct {
 	// Predicted and Right count the deliveries with a prediction and those
 	// the notice bore out.
 	Predicted, Right int
+	// Mastery is the predictions by kind; Practice the practice drawn and
+	// not yet delivered, or Done once every kind is mastered (practice.go).
+	Mastery  Mastery
+	Practice PracticeView
 }
 
 // View presents the session. The slices are fresh copies.
@@ -591,6 +667,8 @@ func (l *Lab) ViewSince(held, received int) LabView {
 		Exercise:  l.exercise,
 		Predicted: l.predicted,
 		Right:     l.right,
+		Mastery:   l.mastery,
+		Practice:  l.Practice(),
 	}
 	for _, m := range l.queue[held:] {
 		v.Queue = append(v.Queue, MessageView{ID: m.ID, Kind: m.Kind.String(), From: m.From.String(), Label: m.Label(), Number: m.Number})

@@ -255,6 +255,9 @@ func decodeInjectRequest(body []byte, lim model.Limits) (injectRequest, error) {
 			}
 			return req, badRequest("unknown preset %q: want one of %s", *in.Preset, strings.Join(names, ", "))
 		}
+		if p == model.PracticePreset && req.inject.Deliver {
+			return req, badRequest(`the "practice" preset is held only: the student predicts a practice before delivering it; use "mode": "hold"`)
+		}
 		req.inject.Preset = p
 	case in.Raw != nil:
 		if len(*in.Raw) > lim.MaxReplyBytes {

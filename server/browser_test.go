@@ -527,10 +527,11 @@ func TestBrowserKeyboardDeliverKeepsFocus(t *testing.T) {
 	// Reach the button with Tab from the start button, through every
 	// control in order, as a keyboard user would.
 	p.do("focus Start new run", chromedp.Focus(chromedp.ID("start")))
-	// The exercise panel's disclosure button comes first; the prediction choice (one
+	// The exercise panel's disclosure button comes first, then the
+	// practice's button (issue 53); the prediction choice (one
 	// stop for its radio group) comes before the Deliver buttons, as a
 	// student predicts and then delivers.
-	for _, want := range []string{"exercise-toggle", "reply", "queue-reply", "queue-deadline", "reset-reply", "predict-none", "deliver-1"} {
+	for _, want := range []string{"exercise-toggle", "practice-draw", "reply", "queue-reply", "queue-deadline", "reset-reply", "predict-none", "deliver-1"} {
 		p.do("press Tab", chromedp.KeyEvent("\t"))
 		p.waitView("focus on "+want, func(v pageView) bool { return v.Focus == want })
 	}

@@ -21,7 +21,7 @@ import (
 // frame error (reason invalid_frame, which the client reads); never a panic or another error.
 func FuzzDecodeFrame(f *testing.F) {
 	for _, s := range []string{
-		`{"type":"start"}`, `{"type":"queueDeadline"}`, `{"type":"queueReply","raw":"{\"a\":1}"}`,
+		`{"type":"start"}`, `{"type":"queueDeadline"}`, `{"type":"queueReply","raw":"{\"a\":1}"}`, `{"type":"practice"}`, `{"type":"practice","kind":7}`,
 		`{"type":"deliver","message":3}`, `{"type":"deliver","message":2.0}`, `{"type":"deliver","message":1e400}`,
 		`{"type":"queueReply","raw":"\ud800"}`, `{"type":"deliver","message":-0}`, `{"type":"start","raw":5}`,
 		`{"type":"rename","name":"Ada"}`, `{"type":"rename","name":"  x  "}`, `{"type":"rename"}`,

@@ -309,6 +309,8 @@ func modelRefusal(err error) *Error {
 		return errInvalidName
 	case errors.Is(err, model.ErrPresetNotApplicable):
 		return errNotApplicable
+	case errors.Is(err, model.ErrPredictionRequired):
+		return errPredictionRequired
 	case errors.Is(err, model.ErrInvalidCase):
 		return errInvalidCase
 	case errors.Is(err, model.ErrUnknownCase):

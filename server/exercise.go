@@ -89,6 +89,9 @@ type progress struct {
 	// ticked for Config.StuckAfter; computed when the row is read (stuckAt).
 	Stuck       bool            `json:"stuck"`
 	Predictions predictionCount `json:"predictions"`
+	// Mastery is the student's mastery per kind (practice.go), absent
+	// before the first prediction. Read-only, shared with the stepClock.
+	Mastery *masteryRow `json:"mastery,omitempty"`
 	// tally counts the session's predictions by kind of message, for the
 	// class's misconceptions; not part of the row's JSON. Read-only, shared
 	// with the session's stepClock; nil before the first receipt.
@@ -112,6 +115,10 @@ type stepClock struct {
 	// when the exercise's DoneAt (doneAt, as of done) does.
 	done   []int
 	doneAt [model.NumSteps]uint64
+	// masteryRow is mastery as the rows share it read-only: a new one only
+	// when mastery changes.
+	mastery    model.Mastery
+	masteryRow *masteryRow
 }
 
 // steps records the steps that the event with seq, stored at at, has just
@@ -164,9 +171,13 @@ func (c *stepClock) progress(v model.LabView) progress {
 	if c.done == nil || v.Exercise.DoneAt != c.doneAt {
 		c.done, c.doneAt = v.Exercise.Done(), v.Exercise.DoneAt
 	}
+	if v.Mastery != c.mastery {
+		c.mastery, c.masteryRow = v.Mastery, newMasteryRow(v.Mastery)
+	}
 	return progress{
 		Steps: c.done, Current: v.Exercise.Current(), Started: v.Exercise.Started(), CurrentSince: since,
 		Predictions: predictionCount{Made: v.Predicted, Right: v.Right},
+		Mastery:     c.masteryRow,
 		tally:       c.tally,
 	}
 }
@@ -263,10 +274,13 @@ type classSummary struct {
 	Now            time.Time       `json:"now"` // the server's time when the summary was made, for the page's clock
 	Steps          stepCounts      `json:"steps"`
 	Misconceptions []misconception `json:"misconceptions"`
+	// Mastery counts, per kind, the students who mastered it, got it
+	// wrong last, are learning it or have not met it (practice.go).
+	Mastery []masteryCount `json:"mastery"`
 }
 
 func summarize(rows []sessionRow, now time.Time, stuckAfter time.Duration) classSummary {
-	return classSummary{StuckAfter: stuckAfter.Seconds(), Now: now.UTC(), Steps: countSteps(rows), Misconceptions: misconceptions(rows)}
+	return classSummary{StuckAfter: stuckAfter.Seconds(), Now: now.UTC(), Steps: countSteps(rows), Misconceptions: misconceptions(rows), Mastery: countMastery(rows)}
 }
 
 // stepView is one checkpoint as the pages read it.

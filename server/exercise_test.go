@@ -279,6 +279,8 @@ func TestGradesAgreeWithTheBoard(t *testing.T) {
 	header, csvRows := grades(t, ts)
 	wantHeader := []string{"name", "class", "session", "step 1", "step 2", "step 3", "step 4", "step 5", "step 6", "step 7", "step 8", "step 9",
 		"steps done", "current step", "stuck", "predictions made", "predictions right", "last activity",
+		"mastery matchingReply", "mastery staleReply", "mastery duplicate", "mastery contradictory", "mastery deadline",
+		"mastery lateReply", "mastery staleDeadline", "mastery wrongCallId", "mastery malformedJson", "mastery wrongShape", "kinds mastered",
 		"code_submissions", "code_status", "code_passed", "code_cases", "code_property"}
 	if !slices.Equal(header, wantHeader) {
 		t.Fatalf("grades header %q", header)
@@ -498,6 +500,22 @@ func TestPredictionsRequired(t *testing.T) {
 	c.do(`{"type":"deliver","message":1}`)
 }
 
+// readOverview reads the first overview frame an instructor's connection
+// gets into v, and returns the frame.
+func readOverview(t *testing.T, ts *httptest.Server, v any) overviewFrame {
+	t.Helper()
+	ws, _, err := dialInstructor(ts, bearerHeader(testToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	f := readInstructor(t, ws)
+	if err := json.Unmarshal(f.raw, v); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 // TestOverviewMisconceptions: the console's overview sums the class's
 // predictions by kind of message, with the sentences the board shows.
 func TestOverviewMisconceptions(t *testing.T) {
@@ -509,12 +527,6 @@ func TestOverviewMisconceptions(t *testing.T) {
 		c.do(`{"type":"start"}`)
 		c.do(`{"type":"deliver","message":1,"predict":"` + predict + `"}`)
 	}
-	ws, _, err := dialInstructor(ts, bearerHeader(testToken))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.CloseNow()
-	f := readInstructor(t, ws)
 	var sum struct {
 		Exercise struct {
 			Misconceptions []struct {
@@ -529,9 +541,7 @@ func TestOverviewMisconceptions(t *testing.T) {
 			} `json:"misconceptions"`
 		} `json:"exercise"`
 	}
-	if err := json.Unmarshal(f.raw, &sum); err != nil {
-		t.Fatal(err)
-	}
+	f := readOverview(t, ts, &sum)
 	m := sum.Exercise.Misconceptions
 	if len(m) != 1 || m[0].Kind != "staleReply" || m[0].Made != 3 || m[0].Right != 1 || len(m[0].Said) != 2 ||
 		m[0].Said[0].Sentence != "2 of 3 expected a stale reply to be accepted" || m[0].Said[1].Prediction != "ignored" {

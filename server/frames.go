@@ -106,6 +106,8 @@ func commandOf(v jsjson.Value, typ string, by model.Actor) (model.Command, error
 	switch typ {
 	case "start":
 		return model.Command{Kind: model.StartRun, By: by}, nil
+	case "practice":
+		return model.Command{Kind: model.DrawPractice, By: by}, nil
 	case "queueDeadline":
 		return model.Command{Kind: model.QueueDeadline, By: by}, nil
 	case "queueReply":
@@ -198,6 +200,8 @@ func frameType(k model.CommandKind) string {
 		return "rename"
 	case model.SubmitCode:
 		return "submitCode"
+	case model.DrawPractice:
+		return "practice"
 	}
 	return "other"
 }
@@ -353,6 +357,9 @@ func (e *stateEncoder) encode(l *model.Lab) model.LabView {
 		e.receipts = jsjson.AppendString(e.receipts, r.Why)
 		e.receipts = append(e.receipts, `,"kind":`...)
 		e.receipts = jsjson.AppendString(e.receipts, r.Kind.String())
+		if r.Practice {
+			e.receipts = append(e.receipts, `,"practice":true`...)
+		}
 		if r.Predicted != model.NoPrediction {
 			e.receipts = append(e.receipts, `,"predicted":`...)
 			e.receipts = jsjson.AppendString(e.receipts, r.Predicted.String())
@@ -368,7 +375,7 @@ func (e *stateEncoder) encode(l *model.Lab) model.LabView {
 	b = append(b, e.call.of(callKey{v.Call, v.Notice}, appendCall)...)
 	b = append(b, `,"draft":`...)
 	b = append(b, e.draft.of(v.Draft, jsjson.AppendString)...)
-	e.rest = append(b, e.tail.of(tailKey{v.Name, v.Exercise, e.predictionsRequired, v.Predicted, v.Right, e.code}, appendTail)...)
+	e.rest = append(b, e.tail.of(tailKey{v.Name, v.Exercise, e.predictionsRequired, v.Predicted, v.Right, e.code, v.Mastery, v.Practice}, appendTail)...)
 	return v
 }
 
@@ -466,6 +473,8 @@ type tailKey struct {
 	predictionsRequired bool
 	predicted, right    int
 	code                string // the "code" object, encoded; "" for none
+	mastery             model.Mastery
+	practice            model.PracticeView
 }
 
 // appendTail appends what ends a state frame, after its draft.
@@ -473,6 +482,7 @@ func appendTail(b []byte, k tailKey) []byte {
 	b = append(b, `,"name":`...)
 	b = jsjson.AppendString(b, k.name)
 	b = appendExercise(b, k.exercise, k.predicted, k.right, k.predictionsRequired)
+	b = appendPractice(b, k.mastery, k.practice)
 	if k.code != "" {
 		b = append(b, `,"code":`...)
 		b = append(b, k.code...)

@@ -40,6 +40,8 @@ type gradeRow struct {
 	// (Server.codeColumns), filled by serveGrades.
 	Submissions int
 	Code        []string
+	// Mastery is the student's mastery per kind (model/practice.go).
+	Mastery model.Mastery
 }
 
 // gradesHeader is the grades CSV's first row.
@@ -49,6 +51,10 @@ func gradesHeader() []string {
 		h = append(h, "step "+strconv.Itoa(s))
 	}
 	h = append(h, "steps done", "current step", "stuck", "predictions made", "predictions right", "last activity")
+	for _, k := range model.PracticeKinds() {
+		h = append(h, "mastery "+k.String())
+	}
+	h = append(h, "kinds mastered")
 	return append(h, "code_submissions", "code_status", "code_passed", "code_cases", "code_property")
 }
 
@@ -71,6 +77,7 @@ func grade(info store.Session, recs []store.Record, now time.Time, stuckAfter ti
 	v := lab.ViewSince(math.MaxInt, math.MaxInt) // the counts, without copying the lists
 	g.StepAt, g.Made, g.Right = clock.at, v.Predicted, v.Right
 	g.Submissions = lab.Code().Submissions
+	g.Mastery = lab.Mastery()
 	g.progress = clock.progress(v)
 	g.progress.Stuck = g.progress.stuckAt(now, stuckAfter)
 	return g, nil
@@ -135,6 +142,10 @@ func writeGrades(w io.Writer, rows []gradeRow) error {
 			stuck = "yes"
 		}
 		line = append(line, strconv.Itoa(done), current, stuck, strconv.Itoa(g.Made), strconv.Itoa(g.Right), g.LastActivity.UTC().Format(store.TimeFormat))
+		for _, k := range model.PracticeKinds() {
+			line = append(line, g.Mastery.State(k))
+		}
+		line = append(line, strconv.Itoa(g.Mastery.Count()))
 		code := g.Code
 		if code == nil {
 			code = []string{strconv.Itoa(g.Submissions), "", "", "", ""}

@@ -317,7 +317,7 @@ func (c eventCaps) check(ev model.Event, runs, renames int, events uint64) error
 	switch {
 	case events >= uint64(c.events):
 		return &model.LimitError{Cap: "changes in one session", Max: c.events}
-	case ev.Kind == model.RunStarted && runs >= c.runs:
+	case (ev.Kind == model.RunStarted || ev.Kind == model.PracticeDrawn && ev.Practice.NewRun) && runs >= c.runs:
 		return &model.LimitError{Cap: "runs in one session", Max: c.runs}
 	case ev.Kind == model.Renamed && renames >= c.renames:
 		return &model.LimitError{Cap: "renames in one session", Max: c.renames}

@@ -62,7 +62,12 @@ func TestNewSessionState(t *testing.T) {
 	id := newID()
 	_, f := dial(t, ts, id)
 	want := `{"type":"state","session":"` + id + `","queue":[],"receipts":[],"seq":0,"call":{"runId":"run-1","callId":"lookup","status":"Pending","detail":""},"notice":"Ready. Queue a reply or a local deadline observation.","draft":"{\"runId\":\"run-1\",\"callId\":\"lookup\",\"kind\":\"completed\",\"output\":\"Answer for run-1\"}","name":"",` +
-		`"exercise":{"done":[],"current":1,"parts":[[false],[false],[false],[false,false,false],[false],[false],[false,false],[false,false,false],[false,false]],"predictionsRequired":false},"predictions":{"made":0,"right":0}}`
+		`"exercise":{"done":[],"current":1,"parts":[[false],[false],[false],[false,false,false],[false],[false],[false,false],[false,false,false],[false,false]],"predictionsRequired":false},"predictions":{"made":0,"right":0},` +
+		`"mastery":{"matchingReply":{"predicted":0,"right":0,"streak":0,"mastered":false},"staleReply":{"predicted":0,"right":0,"streak":0,"mastered":false},` +
+		`"duplicate":{"predicted":0,"right":0,"streak":0,"mastered":false},"contradictory":{"predicted":0,"right":0,"streak":0,"mastered":false},` +
+		`"deadline":{"predicted":0,"right":0,"streak":0,"mastered":false},"lateReply":{"predicted":0,"right":0,"streak":0,"mastered":false},` +
+		`"staleDeadline":{"predicted":0,"right":0,"streak":0,"mastered":false},"wrongCallId":{"predicted":0,"right":0,"streak":0,"mastered":false},` +
+		`"malformedJson":{"predicted":0,"right":0,"streak":0,"mastered":false},"wrongShape":{"predicted":0,"right":0,"streak":0,"mastered":false}}}`
 	if string(f.raw) != want {
 		t.Fatalf("first frame:\n got %s\nwant %s", f.raw, want)
 	}

@@ -403,6 +403,9 @@ func (s *session) apply(p pending) {
 		return
 	}
 	for conflicts := 0; ; conflicts++ {
+		if drawsPractice(p.cmd) {
+			p.cmd.Code = s.latestCheck() // its wrong situations join the choice
+		}
 		ev, err := s.lab.Decide(p.cmd, s.limits)
 		if err == nil {
 			err = s.caps.check(ev, s.runs, s.renames, s.lab.Seq())
@@ -708,10 +711,10 @@ func (s *session) undoRename(ev model.Event, old string) {
 // count adds ev to the run and rename counts (eventCaps). Called by the
 // drainer, and by restoreSession for the stored events.
 func (s *session) count(ev model.Event) {
-	switch ev.Kind {
-	case model.RunStarted:
+	switch {
+	case ev.Kind == model.RunStarted, ev.Kind == model.PracticeDrawn && ev.Practice.NewRun:
 		s.runs++
-	case model.Renamed:
+	case ev.Kind == model.Renamed:
 		s.renames++
 	}
 }

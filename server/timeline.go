@@ -50,6 +50,9 @@ func newTimelineEntry(ev model.Event, seq uint64, l *model.Lab, notice string, a
 	if m, ok := l.Message(ev.Message.ID); ok {
 		e.Message, e.Label, e.Number = m.ID, cut(m.Label(), maxLabelBytes), m.Number
 	}
+	if ev.Kind == model.PracticeDrawn {
+		e.Label = cut(store.PracticeLabel(ev)+": "+e.Label, maxLabelBytes)
+	}
 	if ev.Kind == model.MessageDelivered && ev.Prediction != model.NoPrediction {
 		right := model.ClassifyNotice(notice) == ev.Prediction // as model.Receipt.Right
 		e.Predicted, e.Right = ev.Prediction.String(), &right

@@ -479,6 +479,8 @@ const PRESET_HELP = {
   emptyOutput: "A completion for the current run with an empty output.",
   deadline: "A deadline for the current run.",
   staleDeadline: "A deadline for run-(n-1). Not applied to a session still at run-1.",
+  practice:
+    "Each session gets its own next kind to practise (what its student last got wrong, or has not met yet), with the call set up for it, as if the student had pressed Practise. Always held: the student predicts a practice before delivering it. Not applied while one is held, or once all ten kinds are mastered.",
   raw: "Your text, sent as is.",
   customDeadline: "A deadline for the runId and callId you give.",
 };
@@ -509,6 +511,7 @@ function injectionBody() {
   if (error) return { error };
   body.mode = document.querySelector('input[name="mode"]:checked')?.value ?? "hold";
   const what = ui.injection.value;
+  if (what === "practice") body.mode = "hold"; // a practice is predicted first
   if (what === "raw") body.raw = ui.raw.value;
   else if (what === "customDeadline") body.deadline = { runId: ui.deadlineRun.value, callId: ui.deadlineCall.value };
   else body.preset = what;

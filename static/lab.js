@@ -43,6 +43,7 @@ import {
   predictionMissing,
   renderExercise,
 } from "./exercise.js";
+import { initPractice, practicePending, practiceRefused, renderPractice } from "./practice.js";
 import { diagramSection } from "./diagram.js";
 import { codeLive, codeRefused, initCode, renderCode } from "./code.js";
 
@@ -51,6 +52,10 @@ import { codeLive, codeRefused, initCode, renderCode } from "./code.js";
 // prediction_required, or caught before sending).
 const PREDICTION_REQUIRED =
   "Your class asks you to predict first: choose what you expect the notice to be (Accepted, Ignored, Unresolved or Invalid), then deliver again.";
+// PRACTICE_PREDICTION is what it says when the message was a practice,
+// which is always predicted first (practice.js).
+const PRACTICE_PREDICTION =
+  "This message is a practice: choose what you expect the notice to be under Practice, then deliver it there.";
 
 const ERROR_CLEAR_MS = 15_000;
 // The protocol lets a server close the connection (1009) on a frame over
@@ -341,7 +346,8 @@ function receive(frame) {
     endStartHold();
     mine.queued.shift();
     codeRefused(frame);
-    if (frame.reason === "prediction_required") showError(PREDICTION_REQUIRED);
+    practiceRefused();
+    if (frame.reason === "prediction_required") showError(practicePending() ? PRACTICE_PREDICTION : PREDICTION_REQUIRED);
     else showError(str(frame.error) || "The server refused the last action.");
   }
   // Other frame types (and the instructor socket's overview and timeline)
@@ -376,6 +382,7 @@ function render(state) {
   renderDraft(str(state.draft));
   renderName(str(state.name));
   renderExercise(state);
+  renderPractice(state);
   renderCode(state);
 }
 
@@ -877,6 +884,7 @@ if (observing) {
   for (const id of ["start", "main"]) byId(id).inert = true;
 }
 initExercise();
+initPractice(send);
 initCode(byId("code"), {
   sessionId,
   send: (frame) => send(frame, "Check"),

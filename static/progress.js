@@ -19,6 +19,8 @@ const REFRESH_MS = 5000; // how often the times on a step move on between frames
 
 const board = {
   section: null,
+  grid: null, // the mastery grid (drawMastery)
+  gridKey: "",
   distribution: null,
   misconceptions: null,
   misconceptionsEmpty: null,
@@ -86,7 +88,19 @@ export function initProgress() {
   grades.id = "grades-link";
   const gradesLine = el("p");
   gradesLine.append(grades);
-  section.replaceChildren(heading, board.distribution, codeSummaryBox(), mHeading, board.chart, board.misconceptions, board.misconceptionsEmpty, scroll, gradesLine);
+  // The mastery grid: students × the ten kinds of message (practice,
+  // docs/exercise.md), in words, with the class's count per kind below.
+  const gHeading = el("h3", "", "Mastery by kind of message");
+  gHeading.id = "mastery-grid-heading";
+  board.grid = el("table", "mastery-grid");
+  board.grid.id = "mastery-grid";
+  board.grid.setAttribute("aria-labelledby", gHeading.id);
+  const gScroll = el("div", "scroll");
+  gScroll.tabIndex = 0;
+  gScroll.setAttribute("role", "region");
+  gScroll.setAttribute("aria-label", "Mastery by student and kind of message");
+  gScroll.append(board.grid);
+  section.replaceChildren(heading, board.distribution, codeSummaryBox(), mHeading, board.chart, board.misconceptions, board.misconceptionsEmpty, scroll, gHeading, gScroll, gradesLine);
   board.rows = new KeyedList(board.body, { make: makeRow, update: updateRow });
 
   // The steps' goals as the columns' titles.
@@ -133,7 +147,57 @@ function draw() {
     .sort((a, b) => label(a).localeCompare(label(b)) || (str(a.id) < str(b.id) ? -1 : 1));
   board.rows.render(rows, (r) => str(r.id) || undefined);
   drawSummary(frame?.exercise ?? {});
+  drawMastery(rows, list(frame?.exercise?.mastery));
   drawCodeSummary(rows);
+}
+
+// The grid's words for a kind's state (the row's mastery.kinds).
+const MASTERY_WORDS = { mastered: "mastered", wrong: "last wrong", learning: "learning", new: "not met yet" };
+
+// drawMastery draws the mastery grid: a row per student, a column per kind
+// (the summary's, in the order the nine steps meet them), and the class's
+// count of students who mastered each kind. Rebuilt only when it changes.
+function drawMastery(rows, kinds) {
+  const key = JSON.stringify([kinds.map((k) => [str(k.kind), num(k.mastered)]), rows.map((r) => [label(r), r.mastery ?? null])]);
+  if (key === board.gridKey) return;
+  board.gridKey = key;
+  const head = el("tr");
+  head.append(el("th", "", "Name"));
+  for (const k of kinds) {
+    const th = el("th", "kind", str(k.phrase));
+    th.scope = "col";
+    th.dataset.kind = str(k.kind);
+    head.append(th);
+  }
+  head.append(el("th", "", "Mastered"));
+  const thead = el("thead");
+  thead.append(head);
+  const tbody = el("tbody");
+  for (const r of rows) {
+    const tr = el("tr");
+    tr.dataset.session = str(r.id);
+    const name = el("th", "name", label(r));
+    name.scope = "row";
+    tr.append(name);
+    const states = r.mastery?.kinds ?? {};
+    for (const k of kinds) {
+      const state = str(states[str(k.kind)]) || "new";
+      const td = el("td", "mastery", MASTERY_WORDS[state] ?? state);
+      td.dataset.state = state;
+      tr.append(td);
+    }
+    tr.append(el("td", "", `${num(r.mastery?.mastered)} of ${kinds.length}`));
+    tbody.append(tr);
+  }
+  const foot = el("tr");
+  const total = el("th", "", "Class: mastered");
+  total.scope = "row";
+  foot.append(total);
+  for (const k of kinds) foot.append(el("td", "count", `${num(k.mastered)} of ${rows.length}`));
+  foot.append(el("td"));
+  const tfoot = el("tfoot");
+  tfoot.append(foot);
+  board.grid.replaceChildren(thead, tbody, tfoot);
 }
 
 function drawSummary(sum) {

@@ -25,6 +25,7 @@ const ui = {
   count: byId("count"),
   countWord: byId("count-word"),
   steps: byId("steps"),
+  mastery: byId("mastery"),
   toggle: byId("toggle-names"),
   names: byId("names"),
   consoleLink: byId("console-link"),
@@ -45,6 +46,7 @@ const live = new LiveSocket(`/instructor/ws?class=${encodeURIComponent(classId)}
     if (frame?.type === "overview") {
       showRows(list(frame.sessions));
       debriefRows(list(frame.sessions));
+      setText(ui.mastery, masteryCounts(list(frame.exercise?.mastery)));
     }
   },
   beforeRetry: loadClass,
@@ -93,6 +95,14 @@ function showRows(rows) {
   setText(ui.countWord, names.length === 1 ? "student joined" : "students joined");
   setText(ui.steps, stepDistribution(rows));
   if (!ui.names.hidden) drawNames();
+}
+
+// masteryCounts is how many students have mastered each kind of message,
+// without names: "Mastered: a matching reply 4 · a stale reply 2 · …";
+// empty before anyone has mastered one.
+function masteryCounts(kinds) {
+  if (!kinds.some((k) => Number(k.mastered) > 0)) return "";
+  return `Mastered: ${kinds.map((k) => `${str(k.phrase)} ${Number(k.mastered) || 0}`).join(" · ")}`;
 }
 
 // stepDistribution is how many students work on each step, and how many

@@ -34,6 +34,7 @@ type jsonLine struct {
 	Run         string `json:"run"`
 	Notice      string `json:"notice"`
 	Prediction  string `json:"prediction,omitempty"` // a delivery's prediction, if one was made
+	Why         string `json:"why,omitempty"`        // a practice draw's why
 	// A code submission's module and seed; an instructor's case.
 	Source string      `json:"source,omitempty"`
 	Lang   string      `json:"language,omitempty"`
@@ -62,6 +63,25 @@ func CodeLabel(e model.Event) string {
 	return ""
 }
 
+// PracticeLabel says what a practice draw was, for the exports and the
+// timeline: "practice: a stale reply (run started, a deadline delivered)".
+func PracticeLabel(e model.Event) string {
+	p := e.Practice
+	if p == nil {
+		return ""
+	}
+	out := "practice: " + p.Kind.Phrase()
+	switch {
+	case p.NewRun && p.Setup.ID != 0:
+		out += " (a new run, a " + p.Setup.Kind.String() + " delivered)"
+	case p.NewRun:
+		out += " (a new run)"
+	case p.Setup.ID != 0:
+		out += " (a " + p.Setup.Kind.String() + " delivered)"
+	}
+	return out
+}
+
 // WriteJSONLines writes the records, one JSON object per line.
 func WriteJSONLines(w io.Writer, recs []Record) error {
 	enc := json.NewEncoder(w)
@@ -80,6 +100,11 @@ func WriteJSONLines(w io.Writer, recs []Record) error {
 			l.Label = r.Event.Name
 		case model.MessageDelivered:
 			l.Prediction = r.Event.Prediction.String()
+		case model.PracticeDrawn:
+			l.Label = PracticeLabel(r.Event)
+			if p := r.Event.Practice; p != nil {
+				l.MessageKind, l.From, l.Why = p.Message.Kind.String(), p.Message.From.String(), p.Why
+			}
 		case model.CodeSubmitted, model.CaseAdded, model.CaseRemoved:
 			l.Label = CodeLabel(r.Event)
 			l.Source, l.Seed, l.Case = r.Event.Source, r.Event.Seed, r.Event.Case

@@ -135,6 +135,10 @@ func check(r Record) error {
 		if _, ok := model.ParsePrediction(r.Event.Prediction.String()); !ok {
 			return fmt.Errorf("encoding a delivery: unknown prediction %d", r.Event.Prediction)
 		}
+	case model.PracticeDrawn:
+		if r.Event.Practice == nil {
+			return errors.New("encoding a practice: no practice")
+		}
 	default:
 		return fmt.Errorf("encoding event kind %d: unknown", r.Event.Kind)
 	}
@@ -173,6 +177,12 @@ func Encode(r Record) (Row, error) {
 			return Row{}, fmt.Errorf("encoding a case: %w", err)
 		}
 		w.Raw = b
+	case model.PracticeDrawn:
+		b, err := json.Marshal(practiceOf(*r.Event.Practice))
+		if err != nil {
+			return Row{}, fmt.Errorf("encoding a practice: %w", err)
+		}
+		w.Raw, w.Message = b, int64(r.Event.Practice.Message.ID)
 	case model.MessageQueued, model.MessageInjected:
 		m := r.Event.Message
 		w.MsgKind, w.MsgFrom = m.Kind.String(), m.From.String()
@@ -227,6 +237,16 @@ func Decode(w Row) (Record, error) {
 			c.Frames = nil // a removal names its case only
 		}
 		r.Event.Case = &c
+	case model.PracticeDrawn:
+		var p practiceRow
+		if err := json.Unmarshal(w.Raw, &p); err != nil {
+			return Record{}, fmt.Errorf("session %s seq %d: %w", w.Session, w.Seq, err)
+		}
+		pr, err := p.practice()
+		if err != nil {
+			return Record{}, fmt.Errorf("session %s seq %d: %w", w.Session, w.Seq, err)
+		}
+		r.Event.Practice = &pr
 	case model.MessageDelivered:
 		p, ok := model.ParsePrediction(w.Prediction)
 		if !ok {
@@ -260,4 +280,71 @@ func actor(s string) (model.Actor, error) {
 		return model.Instructor, nil
 	}
 	return 0, fmt.Errorf("unknown actor %q", s)
+}
+
+// practiceRow is a practice draw (model.Practice) as the Raw column keeps
+// it, in words: {"kind": "staleReply", "why": "…", "newRun": true,
+// "setup": {…}, "message": {"id": 4, "from": "student", "kind": "reply",
+// "raw": "…"}} (a deadline has "runId" and "callId" for "raw").
+type practiceRow struct {
+	Kind    string      `json:"kind"`
+	Why     string      `json:"why"`
+	NewRun  bool        `json:"newRun,omitempty"`
+	Setup   *messageRow `json:"setup,omitempty"`
+	Message messageRow  `json:"message"`
+}
+
+type messageRow struct {
+	ID     int    `json:"id"`
+	From   string `json:"from"`
+	Kind   string `json:"kind"`
+	Raw    string `json:"raw,omitempty"`
+	RunID  string `json:"runId,omitempty"`
+	CallID string `json:"callId,omitempty"`
+}
+
+func practiceOf(p model.Practice) practiceRow {
+	msg := func(m model.Message) messageRow {
+		return messageRow{ID: m.ID, From: m.From.String(), Kind: m.Kind.String(), Raw: m.Raw, RunID: m.Key.RunID, CallID: m.Key.CallID}
+	}
+	out := practiceRow{Kind: p.Kind.String(), Why: p.Why, NewRun: p.NewRun, Message: msg(p.Message)}
+	if p.Setup.ID != 0 {
+		s := msg(p.Setup)
+		out.Setup = &s
+	}
+	return out
+}
+
+func (p practiceRow) practice() (model.Practice, error) {
+	kind, ok := model.ParseDeliveryKind(p.Kind)
+	if !ok {
+		return model.Practice{}, fmt.Errorf("unknown practice kind %q", p.Kind)
+	}
+	msg := func(m messageRow) (model.Message, error) {
+		from, err := actor(m.From)
+		if err != nil {
+			return model.Message{}, err
+		}
+		out := model.Message{ID: m.ID, From: from, Lab: true}
+		switch m.Kind {
+		case "reply":
+			out.Kind, out.Raw = model.ReplyMessage, m.Raw
+		case "deadline":
+			out.Kind, out.Key = model.DeadlineMessage, model.Key{RunID: m.RunID, CallID: m.CallID}
+		default:
+			return model.Message{}, fmt.Errorf("unknown message kind %q", m.Kind)
+		}
+		return out, nil
+	}
+	out := model.Practice{Kind: kind, Why: p.Why, NewRun: p.NewRun}
+	var err error
+	if out.Message, err = msg(p.Message); err != nil {
+		return model.Practice{}, err
+	}
+	if p.Setup != nil {
+		if out.Setup, err = msg(*p.Setup); err != nil {
+			return model.Practice{}, err
+		}
+	}
+	return out, nil
 }

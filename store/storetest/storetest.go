@@ -73,6 +73,11 @@ func Sample(session string) []store.Record {
 		{Kind: model.CaseAdded, By: model.Instructor, Case: &model.Case{Name: "late \u2713", Frames: model.Trace{
 			{Kind: model.QueueReply, Raw: "{\"runId\":\"run-1\"}\u2028"}, {Kind: model.StartRun}, {Kind: model.QueueDeadline}, {Kind: model.Deliver, Message: 1}}}},
 		{Kind: model.CaseRemoved, By: model.Instructor, Case: &model.Case{Name: "late \u2713"}},
+		{Kind: model.PracticeDrawn, By: model.Student, Message: model.Message{ID: 7}, Practice: &model.Practice{Kind: model.KindLateReply, Why: "You expected \u2713 (message 2).", NewRun: true,
+			Setup:   model.Message{ID: 6, Kind: model.DeadlineMessage, From: model.Student, Key: model.Key{RunID: "run-2", CallID: "lookup"}, Lab: true},
+			Message: model.Message{ID: 7, Kind: model.ReplyMessage, From: model.Student, Raw: "{\"x\":\"\x00\"}", Lab: true}}},
+		{Kind: model.PracticeDrawn, By: model.Instructor, Message: model.Message{ID: 8}, Practice: &model.Practice{Kind: model.KindWrongShape,
+			Message: model.Message{ID: 8, Kind: model.ReplyMessage, From: model.Instructor, Raw: "", Lab: true}}},
 	}
 	out := make([]store.Record, len(evs))
 	for i, e := range evs {
