@@ -25,7 +25,6 @@ import (
 const (
 	childEnv    = "LAB_JSCLIENT_SANDBOX" // its value: the memory cap in bytes
 	childBudEnv = "LAB_JSCLIENT_BUDGET"  // total,perCall,heap,result in ns and bytes
-	sandboxGOGC = "400"                  // the sandbox's collector (start)
 )
 
 type op uint8

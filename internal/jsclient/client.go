@@ -179,12 +179,6 @@ func start(b Budget) (*Submission, error) {
 		childEnv + "=" + fmt.Sprint(SandboxMemory),
 		childBudEnv + "=" + formatBudget(b),
 		"GOMAXPROCS=1", // the program's thread and the collector's share one core
-		// A check allocates fast and holds little (a few MiB): a heap
-		// five times what survived collects a quarter as often, which
-		// takes a fifth off a check's CPU (BENCHMARKS.md, issue 51). The
-		// watchdog collects before it judges (watchHeap), and the memory
-		// limit (serveChild) still bounds the heap.
-		"GOGC=" + sandboxGOGC,
 		"GOTRACEBACK=none",
 	}
 	// No parent-death signal: Linux sends it when the thread that started

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"regexp"
-	"runtime"
 	"runtime/metrics"
 	"strconv"
 	"strings"
@@ -232,14 +231,6 @@ func watchHeap(limit int64, every time.Duration) {
 		if rt == nil {
 			continue
 		}
-		metrics.Read(heapSample)
-		if int64(heapSample[0].Value.Uint64()) <= limit {
-			continue
-		}
-		// The sample counts garbage not yet swept, which the sandbox's
-		// collector lets grow (sandboxGOGC): only what survives a
-		// collection is the program's.
-		runtime.GC()
 		metrics.Read(heapSample)
 		if int64(heapSample[0].Value.Uint64()) > limit {
 			rt.Interrupt(errMemory)
