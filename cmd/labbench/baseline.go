@@ -186,7 +186,7 @@ func appendStateSized(b []byte, session string, seq uint64) []byte {
 // and receipts, at a walkthrough op of the middle of a session.
 const (
 	sizedHead = `,"call":{"runId":"run-16","callId":"lookup","status":"Pending","detail":""},"notice":"Ignored reply: different call identity.","draft":"{\"runId\":\"run-16\",\"callId\":\"lookup\",\"kind\":\"completed\",\"output\":\"Answer for run-16\"}","queue":[`
-	sizedTail = `],"name":"","exercise":{"done":[1,2,3],"current":4,"parts":[[true],[true],[true],[false,false,false],[false],[false],[false,false],[false,false,false],[false,false]],"predictionsRequired":false},"predictions":{"made":0,"right":0}}`
+	sizedTail = `],"name":"","exercise":{"done":[1,2,3],"current":4,"parts":[[true],[true],[true],[false,false,false],[false],[false],[false,false],[false,false,false],[false,false]],"predictionsRequired":false},"predictions":{"made":0,"right":0},"mastery":{"matchingReply":{"predicted":0,"right":0,"streak":0,"mastered":false},"staleReply":{"predicted":0,"right":0,"streak":0,"mastered":false},"duplicate":{"predicted":0,"right":0,"streak":0,"mastered":false},"contradictory":{"predicted":0,"right":0,"streak":0,"mastered":false},"deadline":{"predicted":0,"right":0,"streak":0,"mastered":false},"lateReply":{"predicted":0,"right":0,"streak":0,"mastered":false},"staleDeadline":{"predicted":0,"right":0,"streak":0,"mastered":false},"wrongCallId":{"predicted":0,"right":0,"streak":0,"mastered":false},"malformedJson":{"predicted":0,"right":0,"streak":0,"mastered":false},"wrongShape":{"predicted":0,"right":0,"streak":0,"mastered":false}}}`
 )
 
 // sizedParts holds a session's queue and receipts as the lab encodes
