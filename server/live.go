@@ -211,8 +211,10 @@ func (k *liveCompiles) work() {
 			k.mu.Unlock()
 			return
 		}
+		// A job answered from a kept compile runs no compiler: a typeAt
+		// then runs the analysis alone (about 30 ms) and claims no core.
 		_, kept := k.kept[liveKey(a.source)]
-		if !kept || a.typeAt {
+		if !kept {
 			if wait, ok := k.class.claim(); !ok {
 				k.mu.Unlock()
 				k.sleep(wait)
@@ -222,7 +224,7 @@ func (k *liveCompiles) work() {
 		c, a, _ := k.queue.Take()
 		k.mu.Unlock()
 		frame := k.run(a)
-		if !kept || a.typeAt {
+		if !kept {
 			k.class.release()
 		}
 		if frame != nil {
