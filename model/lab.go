@@ -270,7 +270,11 @@ type Lab struct {
 	codeAt uint64
 	// mastery is the predictions by kind (practice.go); practice is the
 	// practice drawn and not yet delivered (Message 0: none).
-	mastery  Mastery
+	mastery Mastery
+	// shown is a copy of mastery as of its last change, which views share
+	// read-only (nil before the first prediction): a view is made at every
+	// change, and mastery changes only with a prediction.
+	shown    *Mastery
 	practice PracticeView
 }
 
@@ -427,8 +431,8 @@ func (l *Lab) Apply(e Event) (string, error) {
 func (l *Lab) commit(c change) {
 	l.runs, l.call, l.notice, l.accepted, l.name = c.runs, c.call, c.notice, c.accepted, c.name
 	l.exercise, l.draft, l.code, l.codeAt, l.practice = c.exercise, c.draft, c.code, c.codeAt, c.practice
-	if c.setup.ID != 0 {
-		l.hold(c.setup, c.setupParsed)
+	if c.setup != nil {
+		l.hold(c.setup.m, c.setup.parsed)
 	}
 	if c.queued.ID != 0 {
 		l.hold(c.queued, c.parsed)
@@ -445,6 +449,8 @@ func (l *Lab) commit(c change) {
 				l.right++
 			}
 			l.mastery.add(l.seq+1, *r, len(l.receipts), c.receiptRun)
+			shown := l.mastery
+			l.shown = &shown
 		}
 	}
 	l.seq++
@@ -522,10 +528,16 @@ type change struct {
 	// receiptRun is the run current when receipt's message was delivered.
 	receiptRun string
 	// setup is a practice's set-up message (queued and delivered at
-	// once), appended before queued when its ID is not 0.
-	setup       Message
-	setupParsed parsedReply
-	practice    PracticeView
+	// once), appended before queued; nil for none. A pointer: every
+	// change is copied whole, and few are practices.
+	setup    *heldSetup
+	practice PracticeView
+}
+
+// heldSetup is a practice's set-up message and its reply, decoded.
+type heldSetup struct {
+	m      Message
+	parsed parsedReply
 }
 
 func (l *Lab) next(e Event) (change, error) {
@@ -638,9 +650,10 @@ type LabView struct {
 	// Predicted and Right count the deliveries with a prediction and those
 	// the notice bore out.
 	Predicted, Right int
-	// Mastery is the predictions by kind; Practice the practice drawn and
-	// not yet delivered, or Done once every kind is mastered (practice.go).
-	Mastery  Mastery
+	// Mastery is the predictions by kind, nil before the first (shared:
+	// read it, never write it); Practice the practice drawn and not yet
+	// delivered, or Done once every kind is mastered (practice.go).
+	Mastery  *Mastery
 	Practice PracticeView
 }
 
@@ -667,7 +680,7 @@ func (l *Lab) ViewSince(held, received int) LabView {
 		Exercise:  l.exercise,
 		Predicted: l.predicted,
 		Right:     l.right,
-		Mastery:   l.mastery,
+		Mastery:   l.shown,
 		Practice:  l.Practice(),
 	}
 	for _, m := range l.queue[held:] {

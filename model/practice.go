@@ -511,7 +511,7 @@ func (l *Lab) nextPractice(c *change, seq uint64, e Event) error {
 		if err != nil {
 			return err
 		}
-		c.setup, c.setupParsed = m, pr
+		c.setup = &heldSetup{m, pr}
 		c.deliver(seq, m, parseNow(m), e.By, NoPrediction)
 	}
 	m, pr, err := hold(p.Message)

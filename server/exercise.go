@@ -116,8 +116,9 @@ type stepClock struct {
 	done   []int
 	doneAt [model.NumSteps]uint64
 	// masteryRow is mastery as the rows share it read-only: a new one only
-	// when mastery changes.
-	mastery    model.Mastery
+	// when mastery may have changed, that is when a prediction was made
+	// (masteryAt: the predictions as of masteryRow; with none, it is nil).
+	masteryAt  int
 	masteryRow *masteryRow
 }
 
@@ -171,8 +172,11 @@ func (c *stepClock) progress(v model.LabView) progress {
 	if c.done == nil || v.Exercise.DoneAt != c.doneAt {
 		c.done, c.doneAt = v.Exercise.Done(), v.Exercise.DoneAt
 	}
-	if v.Mastery != c.mastery {
-		c.mastery, c.masteryRow = v.Mastery, newMasteryRow(v.Mastery)
+	if v.Predicted != c.masteryAt {
+		c.masteryAt, c.masteryRow = v.Predicted, nil
+		if v.Mastery != nil {
+			c.masteryRow = newMasteryRow(*v.Mastery)
+		}
 	}
 	return progress{
 		Steps: c.done, Current: v.Exercise.Current(), Started: v.Exercise.Started(), CurrentSince: since,

@@ -296,7 +296,15 @@ type stateEncoder struct {
 	call  encodedPart[callKey]
 	draft encodedPart[string]
 	tail  encodedPart[tailKey]
-	pool  *sharedframe.Pool
+	// practice is the mastery and the practice drawn, encoded again only
+	// when a prediction was made (mastery changes with nothing else:
+	// model.Mastery.add) or the practice changed: comparing the mastery
+	// itself on every change cost 3 % of a change's CPU.
+	practice     []byte
+	practiceAt   int // the predictions made as of practice
+	practiceOf   model.PracticeView
+	practiceMade bool
+	pool         *sharedframe.Pool
 	// last is the frame made or rewritten last, and lastQueue and
 	// lastReceipts how many bytes of queue and receipts it holds.
 	last                    *sharedframe.Frame
@@ -375,7 +383,21 @@ func (e *stateEncoder) encode(l *model.Lab) model.LabView {
 	b = append(b, e.call.of(callKey{v.Call, v.Notice}, appendCall)...)
 	b = append(b, `,"draft":`...)
 	b = append(b, e.draft.of(v.Draft, jsjson.AppendString)...)
-	e.rest = append(b, e.tail.of(tailKey{v.Name, v.Exercise, e.predictionsRequired, v.Predicted, v.Right, e.code, v.Mastery, v.Practice}, appendTail)...)
+	b = append(b, e.tail.of(tailKey{v.Name, v.Exercise, e.predictionsRequired, v.Predicted, v.Right}, appendTail)...)
+	if !e.practiceMade || v.Predicted != e.practiceAt || v.Practice != e.practiceOf {
+		var m model.Mastery
+		if v.Mastery != nil {
+			m = *v.Mastery
+		}
+		e.practice = appendPractice(e.practice[:0], m, v.Practice)
+		e.practiceAt, e.practiceOf, e.practiceMade = v.Predicted, v.Practice, true
+	}
+	b = append(b, e.practice...)
+	if e.code != "" {
+		b = append(b, `,"code":`...)
+		b = append(b, e.code...)
+	}
+	e.rest = append(b, '}')
 	return v
 }
 
@@ -472,22 +494,14 @@ type tailKey struct {
 	exercise            model.Exercise
 	predictionsRequired bool
 	predicted, right    int
-	code                string // the "code" object, encoded; "" for none
-	mastery             model.Mastery
-	practice            model.PracticeView
 }
 
-// appendTail appends what ends a state frame, after its draft.
+// appendTail appends the name and the exercise, after the draft (the
+// practice and the code follow: encode).
 func appendTail(b []byte, k tailKey) []byte {
 	b = append(b, `,"name":`...)
 	b = jsjson.AppendString(b, k.name)
-	b = appendExercise(b, k.exercise, k.predicted, k.right, k.predictionsRequired)
-	b = appendPractice(b, k.mastery, k.practice)
-	if k.code != "" {
-		b = append(b, `,"code":`...)
-		b = append(b, k.code...)
-	}
-	return append(b, '}')
+	return appendExercise(b, k.exercise, k.predicted, k.right, k.predictionsRequired)
 }
 
 // errorFrame tells a client why its frame was refused: the sentence for
