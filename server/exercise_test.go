@@ -329,12 +329,7 @@ func TestGradesAgreeWithTheBoard(t *testing.T) {
 func TestRestartKeepsTicksAndPredictions(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "lab.db")
-	st, err := sqlite.Open(path, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() }) // after the server's shutdown (cleanups run last first)
-	ts := runInstructorLab(t, server.Config{Store: st})
+	st, ts := labOnFile(t, path)
 	id := newID()
 	c, _ := dial(t, ts, id)
 	var f stateFrame
@@ -353,18 +348,7 @@ func TestRestartKeepsTicksAndPredictions(t *testing.T) {
 	before := apiSessions(t, ts)[id]
 	_, gradesBefore := grades(t, ts)
 
-	// The restart: the first lab lets go of its data file (one lab a
-	// file: its journal is locked), a second opens it.
-	ts.Close()
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	st2, err := sqlite.Open(path, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st2.Close() })
-	ts2 := runInstructorLab(t, server.Config{Store: st2})
+	ts2 := restartOnFile(t, ts, st, path)
 	_, g := dial(t, ts2, id)
 	if string(g.raw) != string(f.raw) {
 		t.Fatalf("state after the restart:\n got %s\nwant %s", g.raw, f.raw)
@@ -605,4 +589,30 @@ func TestExerciseSteps(t *testing.T) {
 		!slices.Equal(out.Predictions, []string{"accepted", "ignored", "unresolved", "diagnostic"}) {
 		t.Fatalf("exercise.json %+v", out)
 	}
+}
+
+// labOnFile runs a lab (with the instructor's token) on a SQLite file of
+// its own at path; the store closes after the server's shutdown (cleanups
+// run last first).
+func labOnFile(t *testing.T, path string) (*sqlite.Store, *httptest.Server) {
+	t.Helper()
+	st, err := sqlite.Open(path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st, runInstructorLab(t, server.Config{Store: st})
+}
+
+// restartOnFile is a restart: the lab ts on store st lets go of its data
+// file at path (one lab a file: its journal is locked), and a second opens
+// it.
+func restartOnFile(t *testing.T, ts *httptest.Server, st *sqlite.Store, path string) *httptest.Server {
+	t.Helper()
+	ts.Close()
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, ts2 := labOnFile(t, path)
+	return ts2
 }

@@ -199,7 +199,10 @@ func classPayer(class string, members int) limit.Who {
 func (s *Server) payer(id, addr string) limit.Who {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.payerLocked(id, addr)
+	if class, ok := s.classOf.of[id]; ok {
+		return classPayer(class, s.classOf.members[class])
+	}
+	return limit.Addr(addr)
 }
 
 // classPayer is class as a payer, sized by its members.
@@ -207,14 +210,6 @@ func (s *Server) classPayer(class string) limit.Who {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return classPayer(class, s.classOf.members[class])
-}
-
-// payerLocked is payer with mu held.
-func (s *Server) payerLocked(id, addr string) limit.Who {
-	if class, ok := s.classOf.of[id]; ok {
-		return classPayer(class, s.classOf.members[class])
-	}
-	return limit.Addr(addr)
 }
 
 // allowNew spends one of w's allowance of new connections, or says it

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/toolcall-lab/lab/server"
-	"github.com/toolcall-lab/lab/store/sqlite"
 )
 
 // practiceFrame is the state frame's mastery and practice (docs/protocol.md,
@@ -85,12 +84,7 @@ func lastReceiptOf(t *testing.T, p practiceFrame) struct {
 func TestPracticeDrawsAWrongStaleReply(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "lab.db")
-	st, err := sqlite.Open(path, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	ts := runInstructorLab(t, server.Config{Store: st})
+	st, ts := labOnFile(t, path)
 	id := newID()
 	c, f := dial(t, ts, id)
 	if p := practiceOf(t, f); p.Practice != nil || p.Mastery["staleReply"].Predicted != 0 {
@@ -129,16 +123,7 @@ func TestPracticeDrawsAWrongStaleReply(t *testing.T) {
 	}
 
 	// A restart replays the draw: the same state, byte for byte.
-	ts.Close()
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	st2, err := sqlite.Open(path, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st2.Close() })
-	ts2 := runInstructorLab(t, server.Config{Store: st2})
+	ts2 := restartOnFile(t, ts, st, path)
 	if _, g := dial(t, ts2, id); string(g.raw) != string(f.raw) {
 		t.Fatalf("state after the restart:\n got %s\nwant %s", g.raw, f.raw)
 	}

@@ -7,16 +7,19 @@ import (
 )
 
 // drain takes every job in line, ending each at once, and says whose each
-// was, in order.
-func drain(q *Queue[string, int]) []string {
+// was, in order (with its job, "member:job", when jobs is set).
+func drain(q *Queue[string, int], jobs bool) []string {
 	var out []string
 	for {
-		m, _, ok := q.Take()
+		m, j, ok := q.Take()
 		if !ok {
 			return out
 		}
-		out = append(out, m)
 		q.Done(m)
+		if jobs {
+			m = fmt.Sprintf("%s:%d", m, j)
+		}
+		out = append(out, m)
 	}
 }
 
@@ -30,7 +33,7 @@ func TestGroupsTakeTurns(t *testing.T) {
 	}
 	q.Put("class", "c0", 0)
 	q.Put("class", "c1", 1)
-	got := drain(q)
+	got := drain(q, false)
 	want := []string{"f0", "c0", "f1", "c1", "f2", "f3", "f4"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("served %v, want %v", got, want)
@@ -132,20 +135,8 @@ func TestNewerJobReplacesInPlace(t *testing.T) {
 		t.Fatalf("an aside job counted in line: %d", q.Len())
 	}
 	q.Done("x")
-	if got := drainJobs(q); !slices.Equal(got, []string{"y:1", "x:102"}) {
+	if got := drain(q, true); !slices.Equal(got, []string{"y:1", "x:102"}) {
 		t.Fatalf("served %v", got)
-	}
-}
-
-func drainJobs(q *Queue[string, int]) []string {
-	var out []string
-	for {
-		m, j, ok := q.Take()
-		if !ok {
-			return out
-		}
-		out = append(out, fmt.Sprintf("%s:%d", m, j))
-		q.Done(m)
 	}
 }
 
